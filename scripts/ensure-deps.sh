@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the system packages the tests use when the machine lacks them:
+# kcat (librdkafka's client, a real non-Go Kafka client) and zookeeper (a
+# real ZooKeeper server for cluster tests). Needs root; apt-get only runs
+# when something is missing, so a prepared machine pays nothing.
+set -euo pipefail
+
+missing=()
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+ls /usr/share/java/zookeeper.jar >/dev/null 2>&1 || missing+=(zookeeper)
+command -v java >/dev/null 2>&1 || { echo "ensure-deps: java not found (Java 17 is expected on the machine)" >&2; exit 1; }
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "ensure-deps: installing ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "ensure-deps: need root to apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! apt-get install -y --no-install-recommends "${missing[@]}" >/tmp/qk-apt.log 2>&1; then
+  # Package lists may be stale on a fresh machine: refresh once and retry.
+  apt-get update >>/tmp/qk-apt.log 2>&1 || true
+  apt-get install -y --no-install-recommends "${missing[@]}" >>/tmp/qk-apt.log 2>&1 || {
+    echo "ensure-deps: apt-get install ${missing[*]} failed; see /tmp/qk-apt.log" >&2
+    tail -20 /tmp/qk-apt.log >&2
+    exit 1
+  }
+fi
+echo "ensure-deps: installed ${missing[*]}"
