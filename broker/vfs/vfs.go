@@ -103,10 +103,25 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 // WriteFileAtomic writes data to name so that after a crash the file holds
 // either its old or its new content: write name.tmp, fsync it, rename it
 // over name, fsync the directory. This is how Kafka writes checkpoints.
+// On failure before the rename it removes name.tmp, best effort: a stale
+// temp file is harmless (the next write truncates it) but untidy.
 func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
 	path := dir + "/" + name
 	tmp := path + ".tmp"
-	f, err := fsys.Create(tmp)
+	if err := writeSynced(fsys, tmp, data); err != nil {
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	if err := fsys.Rename(tmp, path); err != nil {
+		_ = fsys.Remove(tmp)
+		return err
+	}
+	return fsys.SyncDir(dir)
+}
+
+// writeSynced creates or truncates name, writes data and fsyncs it.
+func writeSynced(fsys FS, name string, data []byte) error {
+	f, err := fsys.Create(name)
 	if err != nil {
 		return err
 	}
@@ -118,11 +133,5 @@ func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := fsys.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsys.SyncDir(dir)
+	return f.Close()
 }
