@@ -79,6 +79,11 @@ func Decompress(c Codec, src []byte) ([]byte, error) {
 func AppendDecompressed(c Codec, dst, src []byte) ([]byte, error) {
 	var err error
 	n := len(dst)
+	if len(src) == 0 && c != CodecNone {
+		// Every codec's stream has a header, so nothing at all is damage
+		// (and not an empty records section, which compresses to bytes).
+		return dst, corrupt(ErrBadCodec, 0, "empty %s stream", c)
+	}
 	switch c {
 	case CodecNone:
 		return append(dst, src...), nil
