@@ -1,0 +1,68 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Callers match them with errors.Is; broker/api maps them
+// to Kafka error codes.
+var (
+	// ErrOffsetOutOfRange is OFFSET_OUT_OF_RANGE: a read or truncation below
+	// the log start offset or beyond the log end offset.
+	ErrOffsetOutOfRange = errors.New("log: offset out of range")
+	// ErrClosed is returned by every operation on a closed Log or Manager.
+	ErrClosed = errors.New("log: closed")
+	// ErrBatchTooLarge is MESSAGE_TOO_LARGE: the batch exceeds
+	// max.message.bytes.
+	ErrBatchTooLarge = errors.New("log: record batch larger than max.message.bytes")
+	// ErrInvalidBatch wraps a record-level validation failure of an appended
+	// batch (the record package's sentinel stays reachable with errors.Is:
+	// record.ErrBadCRC is CORRUPT_MESSAGE, the others INVALID_RECORD).
+	ErrInvalidBatch = errors.New("log: invalid record batch")
+	// ErrIndexFull means an index has no free slot: the segment must roll.
+	ErrIndexFull = errors.New("log: index full")
+	// ErrIndexOffset means an index append did not increase the offset.
+	ErrIndexOffset = errors.New("log: index offset not increasing")
+	// ErrOffsetOverflow means an offset cannot be stored relative to its
+	// segment's base offset (the difference must fit an int32).
+	ErrOffsetOverflow = errors.New("log: offset overflows segment base offset")
+	// ErrCorruptIndex means an index file failed its sanity check.
+	ErrCorruptIndex = errors.New("log: corrupt index")
+	// ErrCorruptLog means a .log file holds an invalid batch where a valid
+	// one was required.
+	ErrCorruptLog = errors.New("log: corrupt log segment")
+	// ErrAboveHighWatermark means DeleteRecordsBefore was asked to move the
+	// log start offset past the high watermark.
+	ErrAboveHighWatermark = errors.New("log: offset above high watermark")
+	// ErrBadConfig means a Config value is outside its legal range.
+	ErrBadConfig = errors.New("log: invalid config")
+	// ErrBadDirName means a partition directory is not named <topic>-<partition>.
+	ErrBadDirName = errors.New("log: not a partition directory name")
+	// ErrSegmentExists means a roll would create a segment that already exists.
+	ErrSegmentExists = errors.New("log: segment already exists")
+)
+
+// CorruptError reports where a file is damaged. Offset is the byte position
+// in the file named by Path. Err is ErrCorruptIndex or ErrCorruptLog; Cause,
+// when set, is the lower-level error (a *record.CorruptError wrapping
+// record.ErrBadCRC, ...). errors.Is matches both.
+type CorruptError struct {
+	Path   string
+	Offset int64
+	Reason string
+	Err    error
+	Cause  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%v: %s at byte %d: %s", e.Err, e.Path, e.Offset, e.Reason)
+}
+
+// Unwrap returns Err and, when present, Cause.
+func (e *CorruptError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.Cause}
+}

@@ -1,0 +1,313 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/qk-project/qk/broker/log/checkpoint"
+)
+
+// load brings the directory to a consistent state and opens its segments
+// (Kafka's LogLoader, §4.3 of the format reference):
+//
+//  1. *.deleted and *.cleaned files are removed; *.swap files from an
+//     interrupted split (offset ≥ the smallest .cleaned) are removed, the
+//     others completed: segments they replace are removed and the suffix
+//     dropped (their indexes are rebuilt).
+//  2. Index files without a .log are removed. Each .log is opened; one
+//     missing an index is recovered now.
+//  3. After an unclean shutdown every segment from the one holding the
+//     recovery point to the end is recovered. The first segment that had to
+//     be cut ends the log: later segments are removed.
+//  4. An empty log, or one ending below the checkpointed log start offset,
+//     restarts with one empty segment at the log start offset.
+func (l *Log) load(o options) error {
+	epochs, err := checkpoint.ReadLeaderEpochs(l.fsys, l.dir+"/"+checkpoint.LeaderEpochFile)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		l.lg.Warn("leader epoch checkpoint unreadable, starting empty", "err", err)
+		epochs = nil
+	}
+	l.epochs = NewLeaderEpochCache(epochs, l.persistEpochs)
+
+	if err := l.removeTempFiles(); err != nil {
+		return err
+	}
+	bases, err := l.listSegments()
+	if err != nil {
+		return err
+	}
+	nowMs := l.nowMs()
+	assign := func(epoch int32, offset int64) {
+		if latest, ok := l.epochs.LatestEpoch(); ok && epoch <= latest {
+			return
+		}
+		if _, err := l.epochs.Assign(epoch, offset); err != nil {
+			l.lg.Warn("leader epoch checkpoint not written", "err", err)
+		}
+	}
+	for _, base := range bases {
+		seg, err := openSegment(l.fsys, l.dir, base, l.segmentConfig(), nowMs, l.lg)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, seg)
+		if !l.exists(FileName(l.dir, base, IndexSuffix)) || !l.exists(FileName(l.dir, base, TimeIndexSuffix)) {
+			l.lg.Info("rebuilding missing index", "segment", seg.logPath)
+			if err := l.recoverSegment(seg, assign); err != nil {
+				return err
+			}
+		}
+	}
+
+	if !o.cleanShutdown && len(l.segments) > 0 {
+		start := max(l.floorSegment(o.recoveryPoint), 0)
+		for i := start; i < len(l.segments); i++ {
+			seg := l.segments[i]
+			res, err := seg.recover(assign)
+			if err != nil {
+				return fmt.Errorf("recover segment %s: %w", seg.logPath, err)
+			}
+			l.stats.RecoveredSegments++
+			if res.truncated == 0 {
+				continue
+			}
+			later := l.segments[i+1:]
+			l.stats.TruncatedBytes += res.truncated
+			l.stats.DeletedSegments += len(later)
+			l.lg.Warn("truncated invalid tail of segment",
+				"segment", seg.logPath, "position", res.position, "bytes_lost", res.truncated,
+				"reason", errString(res.cause), "later_segments_deleted", len(later))
+			for _, s := range later {
+				l.stats.TruncatedBytes += s.size
+				if err := s.removeFiles(false); err != nil {
+					return err
+				}
+			}
+			clear(later)
+			l.segments = l.segments[:i+1]
+			l.dirGen++
+			break
+		}
+	}
+
+	lsoCheckpoint := max(o.logStartOffset, 0)
+	if len(l.segments) > 0 {
+		leo, err := l.active().readNextOffset()
+		if err != nil {
+			return err
+		}
+		l.logEndOffset = leo
+		if leo < lsoCheckpoint {
+			l.lg.Warn("log ends below the checkpointed log start offset, deleting all segments",
+				"log_end_offset", leo, "log_start_offset", lsoCheckpoint)
+			for _, s := range l.segments {
+				if err := s.removeFiles(false); err != nil {
+					return err
+				}
+			}
+			l.segments = nil
+			l.dirGen++
+		}
+	}
+	if len(l.segments) == 0 {
+		seg, err := createSegment(l.fsys, l.dir, lsoCheckpoint, l.segmentConfig(), nowMs, l.lg)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, seg)
+		l.logEndOffset = lsoCheckpoint
+		l.dirGen++
+	}
+	if err := l.active().resizeIndexesToMax(); err != nil {
+		return err
+	}
+	l.logStartOffset = max(lsoCheckpoint, l.segments[0].baseOffset)
+	if o.cleanShutdown {
+		l.recoveryPoint = l.logEndOffset
+	} else {
+		l.recoveryPoint = min(max(o.recoveryPoint, 0), l.logEndOffset)
+	}
+	l.flushTarget = l.recoveryPoint
+	l.highWatermark = min(max(o.highWatermark, l.logStartOffset), l.logEndOffset)
+	if err := l.epochs.TruncateFromEnd(l.logEndOffset); err != nil {
+		l.lg.Warn("leader epoch checkpoint not written", "err", err)
+	}
+	if err := l.epochs.TruncateFromStart(l.logStartOffset); err != nil {
+		l.lg.Warn("leader epoch checkpoint not written", "err", err)
+	}
+	if l.stats.RecoveredSegments > 0 || l.stats.TruncatedBytes > 0 {
+		l.lg.Info("recovered log", "segments", l.stats.RecoveredSegments, "bytes_lost", l.stats.TruncatedBytes,
+			"log_start_offset", l.logStartOffset, "log_end_offset", l.logEndOffset)
+	}
+	return nil
+}
+
+// recoverSegment recovers one segment during load outside the recovery
+// range (its index was missing), logging what was cut.
+func (l *Log) recoverSegment(seg *Segment, assign func(int32, int64)) error {
+	res, err := seg.recover(assign)
+	if err != nil {
+		return fmt.Errorf("recover segment %s: %w", seg.logPath, err)
+	}
+	l.stats.RecoveredSegments++
+	if res.truncated > 0 {
+		l.stats.TruncatedBytes += res.truncated
+		l.lg.Warn("truncated invalid tail of segment", "segment", seg.logPath, "position", res.position,
+			"bytes_lost", res.truncated, "reason", errString(res.cause))
+	}
+	return nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func (l *Log) exists(path string) bool {
+	_, err := l.fsys.Stat(path)
+	return err == nil
+}
+
+// removeTempFiles is step 1 of load.
+func (l *Log) removeTempFiles() error {
+	entries, err := l.fsys.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", l.dir, err)
+	}
+	minCleaned := int64(math.MaxInt64)
+	var swaps []string
+	var logs []int64
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, DeletedSuffix):
+			if err := l.remove(name); err != nil {
+				return err
+			}
+		case strings.HasSuffix(name, CleanedSuffix):
+			if base, _, ok := ParseFileName(name); ok {
+				minCleaned = min(minCleaned, base)
+			}
+			if err := l.remove(name); err != nil {
+				return err
+			}
+		case strings.HasSuffix(name, SwapSuffix):
+			swaps = append(swaps, name)
+		default:
+			if base, suffix, ok := ParseFileName(name); ok && suffix == LogSuffix {
+				logs = append(logs, base)
+			}
+		}
+	}
+	slices.Sort(logs)
+	slices.Sort(swaps)
+	for _, name := range swaps {
+		base, suffix, ok := ParseFileName(name)
+		switch {
+		case !ok || base >= minCleaned || suffix != LogSuffix+SwapSuffix:
+			// An incomplete split, or a swapped index: indexes are rebuilt.
+			if err := l.remove(name); err != nil {
+				return err
+			}
+		default:
+			if err := l.completeSwap(base, logs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// completeSwap finishes an interrupted segment replacement: the segments
+// whose offsets the swap file covers are removed, its indexes dropped (they
+// are rebuilt) and the .swap suffix removed.
+func (l *Log) completeSwap(base int64, logs []int64) error {
+	swapPath := FileName(l.dir, base, LogSuffix+SwapSuffix)
+	f, err := l.fsys.OpenFile(swapPath, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", swapPath, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("stat %s: %w", swapPath, err)
+	}
+	next := base
+	sc := newBatchScanner(f, st.Size(), 0)
+	for {
+		h, _, err := sc.next()
+		if err != nil {
+			break
+		}
+		next = h.nextOffset()
+	}
+	f.Close()
+	l.lg.Info("completing interrupted segment swap", "segment", swapPath, "next_offset", next)
+	for _, b := range logs {
+		if b >= base && (b < next || b == base) {
+			for _, suf := range segmentFiles {
+				if err := l.remove(FileName(l.dir, b, suf)[len(l.dir)+1:]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
+		if err := l.remove(FileName(l.dir, base, suf+SwapSuffix)[len(l.dir)+1:]); err != nil {
+			return err
+		}
+	}
+	if err := l.fsys.Rename(swapPath, FileName(l.dir, base, LogSuffix)); err != nil {
+		return fmt.Errorf("complete swap %s: %w", swapPath, err)
+	}
+	l.dirGen++
+	return nil
+}
+
+// remove deletes a file of the directory by name; a missing file is fine.
+func (l *Log) remove(name string) error {
+	if err := l.fsys.Remove(l.dir + "/" + name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s/%s: %w", l.dir, name, err)
+	}
+	l.dirGen++
+	return nil
+}
+
+// listSegments removes orphan index files and returns the base offsets of
+// the .log files, ascending.
+func (l *Log) listSegments() ([]int64, error) {
+	entries, err := l.fsys.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", l.dir, err)
+	}
+	logs := map[int64]bool{}
+	var bases []int64
+	for _, e := range entries {
+		if base, suffix, ok := ParseFileName(e.Name()); ok && suffix == LogSuffix && !e.IsDir() {
+			logs[base] = true
+			bases = append(bases, base)
+		}
+	}
+	for _, e := range entries {
+		base, suffix, ok := ParseFileName(e.Name())
+		if !ok || logs[base] {
+			continue
+		}
+		switch suffix {
+		case IndexSuffix, TimeIndexSuffix, TxnIndexSuffix:
+			l.lg.Info("removing orphan index file", "segment", e.Name())
+			if err := l.remove(e.Name()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	slices.Sort(bases)
+	return bases, nil
+}
