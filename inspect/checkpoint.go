@@ -1,5 +1,3 @@
-//go:build qk_checkpoint
-
 package inspect
 
 import (
@@ -122,4 +120,61 @@ func (d *Dumper) dumpPartitionMetadata(f file) {
 		return
 	}
 	d.printf("topicId: %s\n", s)
+}
+
+// dumpMetaProperties prints the log directory's identity with Kafka's
+// property names: "version: 0 broker.id: 1 cluster.id: …" (ZooKeeper
+// mode) or "version: 1 node.id: 1 cluster.id: … directory.id: …" (KRaft).
+func (d *Dumper) dumpMetaProperties(f file) {
+	mp, err := checkpoint.ReadMetaProperties(d.fsys, f.dir)
+	if err != nil {
+		d.checkpointProblem(f, err)
+		return
+	}
+	idKey, idJSON := "broker.id", "brokerId"
+	if mp.Version == checkpoint.MetaVersionKRaft {
+		idKey, idJSON = "node.id", "nodeId"
+	}
+	if d.opts.JSON {
+		var j jsonObj
+		j.str("file", f.name)
+		j.str("type", "metaProperties")
+		j.int("version", int64(mp.Version))
+		j.int(idJSON, int64(mp.BrokerID))
+		if mp.ClusterID != "" {
+			j.str("clusterId", mp.ClusterID)
+		}
+		if mp.DirectoryID != "" {
+			j.str("directoryId", mp.DirectoryID)
+		}
+		d.out.Write(append(j.done(), '\n'))
+		return
+	}
+	d.printf("version: %d %s: %d", mp.Version, idKey, mp.BrokerID)
+	if mp.ClusterID != "" {
+		d.printf(" cluster.id: %s", mp.ClusterID)
+	}
+	if mp.DirectoryID != "" {
+		d.printf(" directory.id: %s", mp.DirectoryID)
+	}
+	d.printf("\n")
+}
+
+// dumpCleanShutdown prints the broker epoch a .kafka_cleanshutdown marker
+// records: -1 for the empty file Kafka 3.6 and earlier write.
+func (d *Dumper) dumpCleanShutdown(f file) {
+	_, epoch, err := checkpoint.ReadCleanShutdown(d.fsys, f.dir)
+	if err != nil {
+		d.checkpointProblem(f, err)
+		return
+	}
+	if d.opts.JSON {
+		var j jsonObj
+		j.str("file", f.name)
+		j.str("type", "cleanShutdown")
+		j.int("brokerEpoch", epoch)
+		d.out.Write(append(j.done(), '\n'))
+		return
+	}
+	d.printf("brokerEpoch: %d\n", epoch)
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/qk-project/qk/broker/log/checkpoint"
 	"github.com/qk-project/qk/broker/vfs"
 )
 
@@ -78,7 +79,11 @@ func (e *Error) Error() string {
 	if len(e.Problems) == 1 {
 		return e.Problems[0].Reason
 	}
-	return fmt.Sprintf("%s (and %d more problems)", e.Problems[0].Reason, len(e.Problems)-1)
+	more := "problems"
+	if len(e.Problems) == 2 {
+		more = "problem"
+	}
+	return fmt.Sprintf("%s (and %d more %s)", e.Problems[0].Reason, len(e.Problems)-1, more)
 }
 
 // Dumper prints Kafka segment, index and checkpoint files. It keeps the
@@ -156,6 +161,8 @@ func (d *Dumper) DumpFile(name string) {
 		d.dumpPartitionMetadata(f)
 	case f.base == metaPropertiesName:
 		d.dumpMetaProperties(f)
+	case f.base == checkpoint.CleanShutdownFile:
+		d.dumpCleanShutdown(f)
 	default:
 		d.flush()
 		fmt.Fprintf(d.errw, "Ignoring unknown file %s\n", f.name)
