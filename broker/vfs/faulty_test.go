@@ -209,3 +209,57 @@ func TestWriteFileAtomicCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultyEveryOp fails each kind of operation once and checks that the
+// call reports the injected error under the operation's name.
+func TestFaultyEveryOp(t *testing.T) {
+	for _, tc := range []struct {
+		op  Op
+		run func(fsys FS, f File) error
+	}{
+		{OpOpen, func(fsys FS, _ File) error { _, err := fsys.Open("/d/f"); return err }},
+		{OpOpen, func(fsys FS, _ File) error { _, err := fsys.OpenFile("/d/f", os.O_RDWR, 0); return err }},
+		{OpCreate, func(fsys FS, _ File) error { _, err := fsys.Create("/d/g"); return err }},
+		{OpRead, func(_ FS, f File) error { _, err := f.Read(make([]byte, 1)); return err }},
+		{OpRead, func(_ FS, f File) error { _, err := f.ReadAt(make([]byte, 1), 0); return err }},
+		{OpWrite, func(_ FS, f File) error { _, err := f.Write([]byte("x")); return err }},
+		{OpWrite, func(_ FS, f File) error { _, err := f.WriteAt([]byte("x"), 0); return err }},
+		{OpSeek, func(_ FS, f File) error { _, err := f.Seek(0, 0); return err }},
+		{OpSync, func(_ FS, f File) error { return f.Sync() }},
+		{OpTruncate, func(_ FS, f File) error { return f.Truncate(0) }},
+		{OpClose, func(_ FS, f File) error { return f.Close() }},
+		{OpStat, func(_ FS, f File) error { _, err := f.Stat(); return err }},
+		{OpStat, func(fsys FS, _ File) error { _, err := fsys.Stat("/d/f"); return err }},
+		{OpRename, func(fsys FS, _ File) error { return fsys.Rename("/d/f", "/d/h") }},
+		{OpRemove, func(fsys FS, _ File) error { return fsys.Remove("/d/f") }},
+		{OpRemove, func(fsys FS, _ File) error { return fsys.RemoveAll("/d") }},
+		{OpMkdir, func(fsys FS, _ File) error { return fsys.MkdirAll("/d/e", 0o755) }},
+		{OpReadDir, func(fsys FS, _ File) error { _, err := fsys.ReadDir("/d"); return err }},
+		{OpSyncDir, func(fsys FS, _ File) error { return fsys.SyncDir("/d") }},
+	} {
+		t.Run(tc.op.String(), func(t *testing.T) {
+			mem := NewMem()
+			require.NoError(t, mem.MkdirAll("/d", 0o755))
+			writeFile(t, mem, "/d/f", "abc")
+			fsys := NewFaulty(mem, nil)
+			f, err := fsys.OpenFile("/d/f", os.O_RDWR, 0)
+			require.NoError(t, err)
+			defer f.Close()
+			fsys.SetInjector(FailPath(tc.op, "/d", nil))
+			err = tc.run(fsys, f)
+			require.ErrorIs(t, err, ErrInjected)
+			var pe *fs.PathError
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, tc.op.String(), pe.Op)
+			require.Equal(t, "abc", readFile(t, mem, "/d/f"), "nothing reached the inner FS")
+		})
+	}
+}
+
+func TestMemErrorText(t *testing.T) {
+	m := NewMem()
+	require.NoError(t, m.MkdirAll("/d/e", 0o755))
+	require.EqualError(t, m.Remove("/d"), "remove /d: directory not empty")
+	_, err := m.Open("/nope")
+	require.EqualError(t, err, "open /nope: file does not exist")
+}
