@@ -145,6 +145,8 @@ func (d *Dumper) DumpFile(name string) {
 	switch {
 	case f.suffix == ".log":
 		d.dumpLog(f, true)
+	case f.suffix == ".checkpoint":
+		d.dumpKRaftSnapshot(f)
 	case f.suffix == ".index":
 		d.dumpIndex(f)
 	case f.suffix == ".timeindex":

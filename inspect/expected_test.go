@@ -84,3 +84,30 @@ func TestExpectedDumps(t *testing.T) {
 		require.True(t, seen[key], "known difference %s no longer occurs", key)
 	}
 }
+
+// TestFollowerIndexMismatches checks the reference's claim about the
+// three-broker fixture: the same .log has a leader-built index (broker2)
+// that verifies cleanly and two follower-built ones whose entries carry
+// the last offset of a whole fetched chunk, 16 (broker0) and 11 (broker1)
+// of which differ from the first batch at their position. Kafka's tool
+// reports these as "Mismatches" although the brokers are healthy; so does
+// qk, without failing.
+func TestFollowerIndexMismatches(t *testing.T) {
+	root := filepath.Join(fixturesDir(t), "cp-zk-3broker-rolled-segments")
+	logBytes, err := os.ReadFile(filepath.Join(root, "broker2", "invoice-0", logName))
+	require.NoError(t, err)
+	for broker, want := range map[string]int{"broker0": 16, "broker1": 11, "broker2": 0} {
+		t.Run(broker, func(t *testing.T) {
+			idx, err := os.ReadFile(filepath.Join(root, broker, "invoice-0", "00000000000000000000.index"))
+			require.NoError(t, err)
+			const idxName = "00000000000000000000.index"
+			r := memDump(t, Options{VerifyIndexOnly: true}, map[string][]byte{logName: logBytes, idxName: idx}, idxName)
+			require.NoError(t, r.err)
+			require.Equal(t, "Dumping "+idxName+"\n", r.stdout)
+			require.Equal(t, want, strings.Count(r.stderr, "  Index offset: "), r.stderr)
+			if want > 0 {
+				require.True(t, strings.HasPrefix(r.stderr, "Mismatches in :"+segDir+"/"+idxName+"\n"), r.stderr)
+			}
+		})
+	}
+}

@@ -45,6 +45,28 @@ func (d *Dumper) dumpLog(f file, printStart bool) {
 	l.run()
 }
 
+// dumpKRaftSnapshot dumps a KRaft metadata snapshot
+// (<endOffset>-<epoch>.checkpoint), which is log content, as Kafka's tool
+// does. Its control records (snapshot header and footer) are printed as
+// "controlType: SNAPSHOT_HEADER(3)"; Kafka prints their JSON.
+func (d *Dumper) dumpKRaftSnapshot(f file) {
+	if !d.opts.JSON {
+		stem := strings.TrimSuffix(f.base, ".checkpoint")
+		off, epoch, ok := strings.Cut(stem, "-")
+		o, err1 := strconv.ParseInt(off, 10, 64)
+		e, err2 := strconv.ParseInt(epoch, 10, 32)
+		switch {
+		case f.base == "bootstrap.checkpoint":
+			d.printf("KRaft bootstrap snapshot\n")
+		case ok && err1 == nil && err2 == nil && len(off) == 20 && len(epoch) == 10:
+			d.printf("Snapshot end offset: %d, epoch: %d\n", o, e)
+		default:
+			d.warn("%s is not named <20-digit end offset>-<10-digit epoch>.checkpoint", f.name)
+		}
+	}
+	d.dumpLog(f, false)
+}
+
 func (l *logDump) run() {
 	d, f := l.d, l.f
 	it := record.NewIterator(l.data)

@@ -307,3 +307,13 @@ func splitLines(s string) []string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestKRaftSnapshotName(t *testing.T) {
+	s := newTestSegment(t)
+	const name = "00000000000000000006-0000000003.checkpoint"
+	r := memDump(t, Options{}, map[string][]byte{name: s.log}, name)
+	require.NoError(t, r.err)
+	lines := splitLines(r.stdout)
+	require.Equal(t, []string{"Dumping " + name, "Snapshot end offset: 6, epoch: 3"}, lines[:2])
+	require.Len(t, lines, 5)
+}
