@@ -88,11 +88,11 @@ func makeBatch(t testing.TB, n int, ts int64, valueSize int) []byte {
 // no code of this package. ---
 
 type diskBatch struct {
-	pos, size        int64
-	base, last       int64
-	maxTs            int64
-	leaderEpoch      int32
-	crcOK            bool
+	pos, size   int64
+	base, last  int64
+	maxTs       int64
+	leaderEpoch int32
+	crcOK       bool
 }
 
 // parseLogBytes walks a .log image: 8-byte base offset, 4-byte length,
@@ -262,14 +262,29 @@ func checkDir(t testing.TB, fsys vfs.FS, dir string, c dirCheck) []diskBatch {
 	return all
 }
 
-// countingFS counts ReadAt calls on .log files.
+// countingFS counts ReadAt calls and bytes on .log files.
 type countingFS struct {
 	vfs.FS
 	mu    sync.Mutex
 	reads map[string]int
+	bytes map[string]int64
 }
 
-func newCountingFS(inner vfs.FS) *countingFS { return &countingFS{FS: inner, reads: map[string]int{}} }
+func newCountingFS(inner vfs.FS) *countingFS {
+	return &countingFS{FS: inner, reads: map[string]int{}, bytes: map[string]int64{}}
+}
+
+func (c *countingFS) logBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for name, k := range c.bytes {
+		if strings.HasSuffix(name, ".log") {
+			n += k
+		}
+	}
+	return n
+}
 
 func (c *countingFS) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
 	f, err := c.FS.OpenFile(name, flag, perm)
@@ -298,10 +313,12 @@ type countingFile struct {
 }
 
 func (f *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
 	f.c.mu.Lock()
 	f.c.reads[f.name]++
+	f.c.bytes[f.name] += int64(n)
 	f.c.mu.Unlock()
-	return f.File.ReadAt(p, off)
+	return n, err
 }
 
 func sortedKeys[K interface{ ~string }, V any](m map[K]V) []K {

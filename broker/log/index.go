@@ -46,7 +46,7 @@ func openOffsetIndex(fsys vfs.FS, path string, baseOffset, maxIndexSize int64, l
 		}
 		x.setLoaded(raw, n)
 	}
-	if x.fileSize%OffsetIndexEntrySize != 0 {
+	if load && x.fileSize%OffsetIndexEntrySize != 0 {
 		x.close(false)
 		return nil, &CorruptError{Path: path, Offset: x.fileSize, Err: ErrCorruptIndex,
 			Reason: fmt.Sprintf("index file size %d is not a multiple of %d", x.fileSize, OffsetIndexEntrySize)}
@@ -183,13 +183,13 @@ func (idx *OffsetIndex) Lookup(target int64) OffsetPosition {
 }
 
 // TruncateTo removes the entries whose offset is ≥ offset.
-func (idx *OffsetIndex) TruncateTo(offset int64) {
+func (idx *OffsetIndex) TruncateTo(offset int64) error {
 	i := idx.slotFor(offset)
 	n := i + 1
 	if i >= 0 && idx.baseOffset+int64(idx.rel(i)) == offset {
 		n = i
 	}
-	idx.x.truncateEntries(n)
+	return idx.x.truncateEntries(n)
 }
 
 // Reset removes every entry and preallocates the file again.

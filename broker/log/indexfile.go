@@ -120,12 +120,22 @@ func (x *indexFile) writePending() error {
 	return nil
 }
 
-// truncateEntries keeps the first n entries. Stale bytes after them stay in
-// a preallocated file, as in Kafka; they are overwritten by later appends
-// and cut by trim.
-func (x *indexFile) truncateEntries(n int) {
+// truncateEntries keeps the first n entries. Entries already written past
+// them are zeroed in the file (cut, then re-extended), so the file never
+// shows stale entries after the valid ones.
+func (x *indexFile) truncateEntries(n int) error {
 	x.mem = x.mem[:n*x.entrySize]
-	x.written = min(x.written, len(x.mem))
+	if x.written <= len(x.mem) {
+		return nil
+	}
+	x.written = len(x.mem)
+	if err := x.f.Truncate(int64(x.written)); err != nil {
+		return fmt.Errorf("truncate index %s: %w", x.path, err)
+	}
+	if err := x.f.Truncate(x.fileSize); err != nil {
+		return fmt.Errorf("truncate index %s: %w", x.path, err)
+	}
+	return nil
 }
 
 // trim shrinks the file to exactly its entries (Kafka's trimToValidSize).

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -234,6 +235,10 @@ type Log struct {
 	closed         bool
 	flushTarget    int64 // the async flusher flushes up to here
 	flusherRunning bool
+	// rolledUnsynced are rolled segments whose trimmed indexes and final
+	// time-index entry were not fsynced yet; the next flush syncs them even
+	// if their offsets are already below the recovery point.
+	rolledUnsynced []*Segment
 	stats          RecoveryStats
 
 	wg sync.WaitGroup // the async flusher started at roll
@@ -701,6 +706,7 @@ func (l *Log) roll(expectedNextOffset int64, reason string) (*Segment, error) {
 		return nil, err
 	}
 	l.segments = append(l.segments, seg)
+	l.rolledUnsynced = append(l.rolledUnsynced, old)
 	l.dirGen++
 	l.lg.Info("rolled segment", "segment", seg.logPath, "offset", newBase, "reason", reason)
 	l.scheduleFlush(newBase)
@@ -720,7 +726,7 @@ func (l *Log) scheduleFlush(offset int64) {
 		for {
 			l.mu.Lock()
 			target := l.flushTarget
-			if target <= l.recoveryPoint || l.segments == nil {
+			if (target <= l.recoveryPoint && len(l.rolledUnsynced) == 0) || l.segments == nil {
 				l.flusherRunning = false
 				l.mu.Unlock()
 				return
@@ -757,22 +763,29 @@ func (l *Log) flushLocked(upTo int64) error {
 	upTo = min(upTo, l.logEndOffset)
 	gen := l.dirGen
 	needDirSync := gen != l.syncedDirGen
-	if upTo <= l.recoveryPoint && !needDirSync {
+	if upTo <= l.recoveryPoint && !needDirSync && len(l.rolledUnsynced) == 0 {
 		l.mu.Unlock()
 		return nil
 	}
 	var segs []*Segment
+	for _, s := range l.rolledUnsynced {
+		if !s.removed {
+			segs = append(segs, s)
+		}
+	}
 	if upTo > l.recoveryPoint {
 		for i, s := range l.segments {
 			next := l.logEndOffset
 			if i+1 < len(l.segments) {
 				next = l.segments[i+1].baseOffset
 			}
-			if s.baseOffset < upTo && next > l.recoveryPoint {
+			if s.baseOffset < upTo && next > l.recoveryPoint && !slices.Contains(segs, s) {
 				segs = append(segs, s)
 			}
 		}
 	}
+	clear(l.rolledUnsynced)
+	l.rolledUnsynced = l.rolledUnsynced[:0]
 	for _, s := range segs {
 		if err := s.writePendingIndexes(); err != nil {
 			l.mu.Unlock()
@@ -781,8 +794,16 @@ func (l *Log) flushLocked(upTo int64) error {
 	}
 	l.mu.Unlock()
 
-	for _, s := range segs {
+	for i, s := range segs {
 		if err := s.syncFiles(); err != nil {
+			// Whatever was not synced must be synced by the next flush.
+			l.mu.Lock()
+			for _, r := range segs[i:] {
+				if r.baseOffset < l.active().baseOffset {
+					l.rolledUnsynced = append(l.rolledUnsynced, r)
+				}
+			}
+			l.mu.Unlock()
 			return fmt.Errorf("flush %s: %w", l.dir, err)
 		}
 	}
@@ -933,8 +954,9 @@ func (l *Log) maxTimestampOffset() (OffsetForTimestamp, bool, error) {
 
 // TruncateTo removes every offset ≥ offset (a follower diverged from its
 // leader). It reports whether anything was removed. The log end offset
-// becomes offset; the high watermark and the recovery point are lowered to
-// it if above.
+// becomes offset (or, if a batch straddles offset, that batch's base
+// offset: batches are removed whole); the high watermark and the recovery
+// point are lowered to it if above.
 func (l *Log) TruncateTo(offset int64) (bool, error) {
 	if offset < 0 {
 		return false, fmt.Errorf("truncate %s to %d: %w", l.dir, offset, ErrOffsetOutOfRange)
@@ -963,10 +985,12 @@ func (l *Log) TruncateTo(offset int64) (bool, error) {
 	}
 	clear(l.segments[i+1:])
 	l.segments = l.segments[:i+1]
-	if _, err := l.active().truncateTo(offset); err != nil {
+	_, end, err := l.active().truncateTo(offset)
+	if err != nil {
 		l.failed = err
 		return true, err
 	}
+	offset = end
 	l.logEndOffset = offset
 	if err := l.epochs.TruncateFromEnd(offset); err != nil {
 		l.lg.Warn("leader epoch checkpoint not written", "err", err)
@@ -1166,6 +1190,7 @@ func (l *Log) deleteOldSegments(reason string, pred func(s, next *Segment) (bool
 // The caller holds flushMu and mu and has removed s from l.segments.
 func (l *Log) deleteSegmentFiles(s *Segment) error {
 	l.dirGen++
+	s.removed = true
 	if l.cfg.FileDeleteDelayMs <= 0 {
 		return s.removeFiles(false)
 	}

@@ -23,7 +23,8 @@ import (
 //     missing an index is recovered now.
 //  3. After an unclean shutdown every segment from the one holding the
 //     recovery point to the end is recovered. The first segment that had to
-//     be cut ends the log: later segments are removed.
+//     be cut, or that ends short of the next segment's base offset (a hole
+//     left by unsynced data), ends the log: later segments are removed.
 //  4. An empty log, or one ending below the checkpointed log start offset,
 //     restarts with one empty segment at the log start offset.
 func (l *Log) load(o options) error {
@@ -73,15 +74,34 @@ func (l *Log) load(o options) error {
 				return fmt.Errorf("recover segment %s: %w", seg.logPath, err)
 			}
 			l.stats.RecoveredSegments++
-			if res.truncated == 0 {
+			reason := res.cause
+			if res.truncated == 0 && i+1 < len(l.segments) {
+				// Segments are created before the previous one's data is
+				// durable, and a page cache writes files back in any order,
+				// so after a crash a segment may end short of the next
+				// one's base. Offsets must not jump over lost data: the log
+				// ends at the first such hole.
+				next, err := seg.readNextOffset()
+				if err != nil {
+					return err
+				}
+				if nb := l.segments[i+1].baseOffset; next != nb {
+					reason = fmt.Errorf("segment ends at offset %d but the next segment starts at %d", next, nb)
+				}
+			}
+			if reason == nil {
 				continue
 			}
 			later := l.segments[i+1:]
 			l.stats.TruncatedBytes += res.truncated
 			l.stats.DeletedSegments += len(later)
-			l.lg.Warn("truncated invalid tail of segment",
-				"segment", seg.logPath, "position", res.position, "bytes_lost", res.truncated,
-				"reason", errString(res.cause), "later_segments_deleted", len(later))
+			var laterBytes int64
+			for _, s := range later {
+				laterBytes += s.size
+			}
+			l.lg.Warn("truncated log during recovery",
+				"segment", seg.logPath, "position", res.position, "bytes_lost", res.truncated+laterBytes,
+				"reason", reason.Error(), "later_segments_deleted", len(later))
 			for _, s := range later {
 				l.stats.TruncatedBytes += s.size
 				if err := s.removeFiles(false); err != nil {

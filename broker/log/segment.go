@@ -96,6 +96,9 @@ type Segment struct {
 	// maxTs is the largest timestamp so far and the (batch last) offset
 	// that carries it; set by load, append, recover and truncate.
 	maxTs TimestampOffset
+	// removed is set (under the log's locks) when the segment leaves the
+	// log.
+	removed bool
 	// bytesSinceLastIndexEntry is Kafka's counter; on open it is derived as
 	// size − position of the last index entry, which is what an append-built
 	// and a recovery-built index both imply.
@@ -491,30 +494,34 @@ func (s *Segment) largestTimestampAfter(pos int64) (TimestampOffset, error) {
 
 // truncateTo removes every batch whose last offset is ≥ offset (a batch
 // containing offset goes entirely) and the index entries at or above it.
-// The segment becomes active again, so its indexes are re-grown.
-func (s *Segment) truncateTo(offset int64) (int64, error) {
-	pos, _, found, err := s.translateOffset(offset, 0)
+// It returns the bytes removed and the new end offset: offset itself, or
+// the base offset of a batch that straddled it. The segment becomes active
+// again, so its indexes are re-grown.
+func (s *Segment) truncateTo(offset int64) (int64, int64, error) {
+	pos, h, found, err := s.translateOffset(offset, 0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	s.index.TruncateTo(offset)
-	s.timeIndex.TruncateTo(offset)
+	end := offset
+	if found {
+		end = min(offset, h.baseOffset)
+	}
+	if err := s.index.TruncateTo(end); err != nil {
+		return 0, 0, err
+	}
+	if err := s.timeIndex.TruncateTo(end); err != nil {
+		return 0, 0, err
+	}
 	if err := s.resizeIndexesToMax(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var cut int64
 	if found && pos < s.size {
 		cut = s.size - pos
 		if err := s.log.Truncate(pos); err != nil {
-			return 0, fmt.Errorf("truncate %s to %d: %w", s.logPath, pos, err)
+			return 0, 0, fmt.Errorf("truncate %s to %d: %w", s.logPath, pos, err)
 		}
 		s.size = pos
-		// The index was truncated by offset; drop entries pointing into the
-		// removed bytes too (an entry of a follower chunk can name a later
-		// offset than the batch at its position).
-		for s.index.Entries() > 0 && int64(s.index.LastEntry().Position) >= pos {
-			s.index.x.truncateEntries(s.index.Entries() - 1)
-		}
 	}
 	if s.size == 0 {
 		s.rollingTs, s.rollingTsKnown = -1, true
@@ -525,13 +532,13 @@ func (s *Segment) truncateTo(offset int64) (int64, error) {
 	last := s.timeIndex.LastEntry()
 	after, err := s.largestTimestampAfter(int64(s.index.Lookup(last.Offset).Position))
 	if err != nil {
-		return cut, err
+		return cut, end, err
 	}
 	s.maxTs = last
 	if after.Timestamp > last.Timestamp {
 		s.maxTs = after
 	}
-	return cut, nil
+	return cut, end, nil
 }
 
 // firstBatchTimestamp returns the rolling-based timestamp (the max

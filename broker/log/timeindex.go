@@ -40,7 +40,7 @@ func openTimeIndex(fsys vfs.FS, path string, baseOffset, maxIndexSize int64, loa
 		}
 		x.setLoaded(raw, n)
 	}
-	if x.fileSize%TimeIndexEntrySize != 0 {
+	if load && x.fileSize%TimeIndexEntrySize != 0 {
 		x.close(false)
 		return nil, &CorruptError{Path: path, Offset: x.fileSize, Err: ErrCorruptIndex,
 			Reason: fmt.Sprintf("time index file size %d is not a multiple of %d", x.fileSize, TimeIndexEntrySize)}
@@ -156,14 +156,13 @@ func (idx *TimeIndex) Lookup(target int64) TimestampOffset {
 }
 
 // TruncateTo removes the entries whose offset is ≥ offset.
-func (idx *TimeIndex) TruncateTo(offset int64) {
+func (idx *TimeIndex) TruncateTo(offset int64) error {
 	d := offset - idx.baseOffset
 	if d <= 0 {
-		idx.x.truncateEntries(0)
-		return
+		return idx.x.truncateEntries(0)
 	}
 	if d > math.MaxInt32 {
-		return
+		return nil
 	}
 	rel := int32(d)
 	lo, hi := 0, idx.x.entries() // first entry with rel >= offset
@@ -175,7 +174,7 @@ func (idx *TimeIndex) TruncateTo(offset int64) {
 			hi = m
 		}
 	}
-	idx.x.truncateEntries(lo)
+	return idx.x.truncateEntries(lo)
 }
 
 // Reset removes every entry and preallocates the file again.
