@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/qk-project/qk/broker/log/checkpoint"
 )
@@ -32,7 +34,25 @@ func (d *Dumper) checkpointProblem(f file, err error) {
 		d.problem(f, "%s: no such file", f.path)
 		return
 	}
-	d.problem(f, "corrupt %s: %v", f.name, err)
+	d.problem(f, "corrupt %s: %s", f.name, checkpointReason(err))
+}
+
+// checkpointReason is a checkpoint decoding error without the package
+// prefix and the path, which the problem line already names:
+// "line 4: malformed: partition "x" is not an int32".
+func checkpointReason(err error) string {
+	var ce *checkpoint.CorruptError
+	if !errors.As(err, &ce) || ce.Err == nil {
+		return err.Error()
+	}
+	s := strings.TrimPrefix(ce.Err.Error(), "checkpoint: ")
+	if ce.Detail != "" {
+		s += ": " + ce.Detail
+	}
+	if ce.Line > 0 {
+		s = "line " + strconv.Itoa(ce.Line) + ": " + s
+	}
+	return s
 }
 
 // dumpOffsetCheckpoint prints one "topic: T partition: P offset: O" line

@@ -317,3 +317,80 @@ func TestKRaftSnapshotName(t *testing.T) {
 	require.Equal(t, []string{"Dumping " + name, "Snapshot end offset: 6, epoch: 3"}, lines[:2])
 	require.Len(t, lines, 5)
 }
+
+func TestTxnIndex(t *testing.T) {
+	const name = "00000000000000000000.txnindex"
+	entry := func(pid, first, last, lso int64) []byte {
+		b := binary.BigEndian.AppendUint16(nil, 0)
+		for _, v := range []int64{pid, first, last, lso} {
+			b = binary.BigEndian.AppendUint64(b, uint64(v))
+		}
+		return b
+	}
+	data := append(entry(42, 3, 9, 3), entry(43, 10, 12, 10)...)
+	r := memDump(t, Options{}, map[string][]byte{name: data}, name)
+	require.NoError(t, r.err)
+	require.Equal(t, "Dumping "+name+"\n"+
+		"version: 0 producerId: 42 firstOffset: 3 lastOffset: 9 lastStableOffset: 3\n"+
+		"version: 0 producerId: 43 firstOffset: 10 lastOffset: 12 lastStableOffset: 10\n", r.stdout)
+
+	r = memDump(t, Options{}, map[string][]byte{name: data[:50]}, name)
+	require.EqualError(t, r.err, "corrupt transaction index "+name+": 16 trailing bytes at position 34, entries are 34 bytes")
+}
+
+func TestTimeIndexSanity(t *testing.T) {
+	const name = "00000000000000000010.timeindex"
+	p := segDir + "/" + name
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"passes", log.AppendTimeIndexEntry(log.AppendTimeIndexEntry(nil, 5, 0), 6, 3), ""},
+		{"empty passes", nil, ""},
+		{"timestamps go back", log.AppendTimeIndexEntry(log.AppendTimeIndexEntry(nil, 5, 0), 4, 3),
+			"Corrupt time index found, time index file (" + p + ") has non-zero size but the last timestamp is 4 which is less than the first timestamp 5"},
+		{"offset below base", log.AppendTimeIndexEntry(nil, 5, -2),
+			"Corrupt time index found, time index file (" + p + ") has non-zero size but the last offset is 8 which is less than the first offset 10"},
+		{"partial entry", log.AppendTimeIndexEntry(nil, 5, 0)[:11],
+			"Time index file " + p + " is corrupt, found 11 bytes which is neither positive nor a multiple of 12"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := memDump(t, Options{IndexSanityCheck: true}, map[string][]byte{name: tc.data}, name)
+			if tc.want == "" {
+				require.NoError(t, r.err)
+				require.Equal(t, "Dumping "+name+"\n"+name+" passed sanity check.\n", r.stdout)
+				return
+			}
+			require.EqualError(t, r.err, tc.want)
+			require.Equal(t, "Error: "+tc.want+"\n", r.stderr)
+		})
+	}
+}
+
+func TestMaxMessageSize(t *testing.T) {
+	s := newTestSegment(t)
+	const idxName = "00000000000000000000.index"
+	idx := log.AppendOffsetIndexEntry(nil, 2, int32(s.positions[1]))
+	// The batch at the entry is larger than the limit: Kafka's slice holds
+	// no whole batch there.
+	r := memDump(t, Options{MaxMessageSize: s.sizes[1] - 1}, map[string][]byte{logName: s.log, idxName: idx}, idxName)
+	require.EqualError(t, r.err, "index entry offset: 2 position: "+itoa(s.positions[1])+" of "+idxName+" points at no whole batch within "+
+		itoa(s.sizes[1]-1)+" bytes of "+segDir+"/"+logName+" (size "+itoa(len(s.log))+"); later entries were not verified")
+	r = memDump(t, Options{MaxMessageSize: s.sizes[1]}, map[string][]byte{logName: s.log, idxName: idx}, idxName)
+	require.NoError(t, r.err)
+}
+
+func TestProducerSnapshotErrors(t *testing.T) {
+	const name = "00000000000000000038.snapshot"
+	empty := []byte{0x00, 0x01, 0x48, 0x67, 0x4b, 0xc7, 0, 0, 0, 0} // the empty snapshot of §2.5
+	r := memDump(t, Options{}, map[string][]byte{name: empty}, name)
+	require.NoError(t, r.err)
+	require.Equal(t, "Dumping "+name+"\n", r.stdout)
+
+	bad := append([]byte(nil), empty...)
+	bad[3] ^= 1
+	r = memDump(t, Options{}, map[string][]byte{name: bad}, name)
+	require.Error(t, r.err)
+	require.Regexp(t, `^Error: corrupt producer snapshot `+name+`: .*checksum.*\n$`, r.stderr)
+}

@@ -23,7 +23,7 @@ func (d *Dumper) dumpProducerSnapshot(f file) {
 	}
 	entries, err := checkpoint.DecodeProducerSnapshot(data)
 	if err != nil {
-		d.problem(f, "corrupt producer snapshot %s: %v", f.name, err)
+		d.problem(f, "corrupt producer snapshot %s: %s", f.name, checkpointReason(err))
 		return
 	}
 	var s []byte
