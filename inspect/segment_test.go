@@ -250,6 +250,12 @@ func TestIndexErrors(t *testing.T) {
 		r := memDump(t, Options{}, map[string][]byte{logName: s.log, idxName: bad}, idxName)
 		require.EqualError(t, r.err, "index entry offset: 2 position: "+itoa(len(s.log)+100)+" of "+idxName+" points at no whole batch within 5242880 bytes of "+segDir+"/"+logName+" (size "+itoa(len(s.log))+"); later entries were not verified")
 	})
+	t.Run("preallocated over an empty log", func(t *testing.T) {
+		r := memDump(t, Options{}, map[string][]byte{logName: nil, idxName: make([]byte, 1024)}, idxName)
+		require.NoError(t, r.err)
+		require.Equal(t, "Dumping "+idxName+"\noffset: 0 position: 0\n", r.stdout)
+		require.Empty(t, r.stderr)
+	})
 	t.Run("empty", func(t *testing.T) {
 		r := memDump(t, Options{}, map[string][]byte{logName: s.log, idxName: nil}, idxName)
 		require.NoError(t, r.err)
