@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -116,17 +117,13 @@ var errTooLarge = fmt.Errorf("output exceeds the %d-byte decompression limit", M
 // happens before each growth, never after a huge one.
 func readCapped(dst []byte, r io.Reader, hint int) ([]byte, error) {
 	start := len(dst)
-	hint = min(max(hint, 512), MaxDecompressedSize+1)
-	if cap(dst)-len(dst) < hint {
-		dst = append(dst, make([]byte, hint)...)[:start]
-	}
+	dst = slices.Grow(dst, min(max(hint, 512), MaxDecompressedSize+1))
 	for {
 		if len(dst) == cap(dst) {
-			if len(dst)-start > MaxDecompressedSize {
-				return dst, errTooLarge
-			}
-			grow := min(max(cap(dst)-start, 512), MaxDecompressedSize+1-(len(dst)-start))
-			dst = append(dst, make([]byte, grow)...)[:len(dst)]
+			// Double what has been produced so far, but never past one
+			// byte beyond the limit: enough to detect the overflow.
+			produced := len(dst) - start
+			dst = slices.Grow(dst, min(max(produced, 512), MaxDecompressedSize+1-produced))
 		}
 		n, err := r.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]

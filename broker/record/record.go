@@ -144,7 +144,7 @@ func (b Batch) decodeRecords(data []byte, count int, fn func(r *Record) error) e
 		if pos >= len(data) {
 			return corrupt(ErrInvalidRecord, base+pos, "incorrect declared batch size: %d records declared, only %d present%s", count, i, where)
 		}
-		n, err := decodeRecord(data, pos, &r, &slab)
+		n, err := decodeRecord(data, pos, &r, &slab, count-i)
 		if err != nil {
 			var ce *CorruptError
 			if errors.As(err, &ce) {
@@ -168,7 +168,7 @@ func (b Batch) decodeRecords(data []byte, count int, fn func(r *Record) error) e
 // total size including the length varint. Error offsets are positions in
 // data. Every length is checked against the bytes that remain before it is
 // used, so no corrupt length can cause a large allocation or a panic.
-func decodeRecord(data []byte, pos int, r *Record, slab *[]Header) (int, error) {
+func decodeRecord(data []byte, pos int, r *Record, slab *[]Header, recordsLeft int) (int, error) {
 	length, n := varint(data, pos)
 	if n <= 0 {
 		return 0, badVarint(pos, n, "record length")
@@ -184,7 +184,10 @@ func decodeRecord(data []byte, pos int, r *Record, slab *[]Header) (int, error) 
 	body := data[:end] // reads past the record's end fail as truncation
 	p := start
 
-	*r = Record{Position: pos, Length: length, Attributes: int8(body[p])}
+	// Fields are set one by one: assigning a whole Record literal costs a
+	// bulk write barrier per record while the GC runs.
+	r.Position, r.Length, r.Attributes = pos, length, int8(body[p])
+	r.Headers = nil
 	p++
 	if r.TimestampDelta, n = varlong(body, p); n <= 0 {
 		return 0, badVarint(p, n, "timestamp delta")
@@ -215,7 +218,11 @@ func decodeRecord(data []byte, pos int, r *Record, slab *[]Header) (int, error) 
 	}
 	if hc > 0 {
 		if cap(*slab)-len(*slab) < int(hc) {
-			*slab = make([]Header, 0, max(int(hc), 16))
+			// Guess that the records left look like this one, so a batch
+			// usually needs one allocation for all its headers; the guess is
+			// bounded by what the remaining bytes could hold.
+			guess := min(int(hc)*max(recordsLeft, 1), (len(data)-p)/2, 4096)
+			*slab = make([]Header, 0, max(int(hc), guess))
 		}
 		s := *slab
 		r.Headers = s[len(s) : len(s)+int(hc) : len(s)+int(hc)]

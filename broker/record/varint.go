@@ -34,6 +34,10 @@ func uvarint(b []byte, off, maxBytes int) (v uint64, n int) {
 
 // varint reads a zigzag varint (int32, at most 5 bytes).
 func varint(b []byte, off int) (int32, int) {
+	if off < len(b) && b[off] < 0x80 { // most lengths and deltas
+		u := int32(b[off])
+		return u>>1 ^ -(u & 1), 1
+	}
 	u, n := uvarint(b, off, 5)
 	if n <= 0 {
 		return 0, n
