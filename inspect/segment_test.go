@@ -400,3 +400,26 @@ func TestProducerSnapshotErrors(t *testing.T) {
 	require.Error(t, r.err)
 	require.Regexp(t, `^Error: corrupt producer snapshot `+name+`: .*checksum.*\n$`, r.stderr)
 }
+
+func TestControlRecordLines(t *testing.T) {
+	o := record.DefaultBatchOptions()
+	o.ProducerID, o.ProducerEpoch = 7, 0
+	abort, err := record.BuildControlBatch(o, 1700000000000, record.ControlAbort, 12)
+	require.NoError(t, err)
+	o.BaseOffset, o.Control, o.Transactional = 1, true, true
+	unknown := buildBatch(t, o, func(b *record.Builder) {
+		b.Append(1700000000001, []byte{0, 0, 0, 9}, nil, nil)
+		b.Append(1700000000001, []byte{0, 0, 0, 2}, []byte{1}, nil)
+	})
+	r := memDump(t, Options{PrintDataLog: true}, map[string][]byte{logName: append(abort, unknown...)}, logName)
+	require.NoError(t, r.err)
+	lines := splitLines(r.stdout)
+	require.Equal(t, "| offset: 0 CreateTime: 1700000000000 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: ABORT coordinatorEpoch: 12", lines[3])
+	require.Equal(t, "| offset: 1 CreateTime: 1700000000001 keySize: 4 valueSize: -1 sequence: -1 headerKeys: [] controlType: UNKNOWN(9)", lines[5])
+	require.Equal(t, "| offset: 2 CreateTime: 1700000000001 keySize: 4 valueSize: 1 sequence: -1 headerKeys: [] controlType: LEADER_CHANGE(2)", lines[6])
+
+	// A control key too short to hold a type is damage.
+	bad := buildBatch(t, o, func(b *record.Builder) { b.Append(1700000000001, []byte{0}, nil, nil) })
+	r = memDump(t, Options{DeepIteration: true}, map[string][]byte{logName: bad}, logName)
+	require.EqualError(t, r.err, "corrupt batch at position 0 of "+logName+": record at offset 1: invalid control record key: control record key of 1 bytes, need at least 4")
+}
