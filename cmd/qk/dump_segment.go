@@ -27,11 +27,13 @@ line format of Kafka 3.3+'s kafka-dump-log.sh (kafka.tools.DumpLogSegments).
 
 The file kind comes from the name, as in Kafka: .log (batches; with --deep-iteration
 also records), .index and .timeindex (entries, each checked against the .log next to
-it), .snapshot (producer state), .txnindex (aborted transactions). qk also reads the
+it), .snapshot (producer state), .txnindex (aborted transactions), .checkpoint (KRaft
+metadata snapshots, dumped as log content). qk also reads the
 log-directory files Kafka's tool ignores: recovery-point-offset-checkpoint,
 replication-offset-checkpoint, log-start-offset-checkpoint, cleaner-offset-checkpoint
 ("topic: T partition: P offset: O", sorted), leader-epoch-checkpoint ("epoch: E
-startOffset: S"), partition.metadata ("topicId: ID") and meta.properties. Other
+startOffset: S"), partition.metadata ("topicId: ID"), meta.properties and
+.kafka_cleanshutdown ("brokerEpoch: E"). Other
 files are skipped with "Ignoring unknown file" on stderr.
 
 Index verification findings (follower-built index entries, record-level time-index
