@@ -76,10 +76,12 @@ func Decompress(c Codec, src []byte) ([]byte, error) {
 
 // AppendDecompressed appends the decompressed form of src to dst; it is
 // Decompress for callers that keep a buffer across calls (dst may come from
-// a pool). The MaxDecompressedSize bound applies to the appended part.
+// a pool). The MaxDecompressedSize bound applies to the appended part;
+// CodecNone appends src as is. On error dst is returned unchanged. dst's
+// spare capacity must not overlap src.
 func AppendDecompressed(c Codec, dst, src []byte) ([]byte, error) {
+	orig := dst
 	var err error
-	n := len(dst)
 	if len(src) == 0 && c != CodecNone {
 		// Every codec's stream has a header, so nothing at all is damage
 		// (and not an empty records section, which compresses to bytes).
@@ -103,7 +105,7 @@ func AppendDecompressed(c Codec, dst, src []byte) ([]byte, error) {
 		return dst, corrupt(ErrBadCodec, 0, "unknown compression codec id %d", c)
 	}
 	if err != nil {
-		return dst[:n], corrupt(ErrBadCodec, 0, "%s decompression failed: %v", c, err)
+		return orig, corrupt(ErrBadCodec, 0, "%s decompression failed: %v", c, err)
 	}
 	return dst, nil
 }

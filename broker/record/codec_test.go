@@ -96,6 +96,10 @@ func TestCodecCorruptInput(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					_, err := Decompress(c, src)
 					requireCorrupt(t, err, ErrBadCodec)
+					dst := make([]byte, 3, 1<<20)
+					out, err := AppendDecompressed(c, dst, src)
+					requireCorrupt(t, err, ErrBadCodec)
+					require.Len(t, out, 3, "dst comes back unchanged")
 				})
 			}
 			// Flipping bytes must never panic; gzip, lz4-with-no-checksum
