@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -79,7 +80,14 @@ entry or no .log, or when a file cannot be read.`,
 				o.MaxBytes = 0 // Kafka's default, Integer.MAX_VALUE, means "no limit"
 			}
 			d := inspect.New(vfs.OS, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
-			return d.Dump(all...)
+			err := d.Dump(all...)
+			var damage *inspect.Error
+			if errors.As(err, &damage) {
+				// Already printed as "Error: …" where it was found; exit 1
+				// without saying it twice.
+				return &exitError{code: 1, err: err, reported: true}
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()

@@ -14,8 +14,8 @@ func main() {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintln(os.Stderr, "qk:", ee.msg)
+		if !ee.reported {
+			fmt.Fprintln(os.Stderr, "qk:", ee.err)
 		}
 		os.Exit(ee.code)
 	}
@@ -26,13 +26,10 @@ func main() {
 // exitError carries a specific exit status out of a command. Commands return
 // errors (RunE); only main turns them into an exit status.
 type exitError struct {
-	code int
-	msg  string // printed to stderr when non-empty
+	code     int
+	err      error
+	reported bool // the command already printed err; main stays quiet
 }
 
-func (e *exitError) Error() string {
-	if e.msg != "" {
-		return e.msg
-	}
-	return fmt.Sprintf("exit status %d", e.code)
-}
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets testscript run this test binary as the `qk` command, so the
+// scripts exercise the real main (flag parsing, exit status, stderr).
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"qk": main,
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar end to end. $FIXTURES points at
+// the Kafka-written files of ../shared/reference/fixtures.
+func TestScripts(t *testing.T) {
+	fixtures, err := filepath.Abs("../../../shared/reference/fixtures")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fixtures); err != nil {
+		t.Skipf("fixtures not found: %v", err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/script",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("FIXTURES", fixtures)
+			return nil
+		},
+	})
+}
