@@ -239,6 +239,9 @@ type Log struct {
 	// time-index entry were not fsynced yet; the next flush syncs them even
 	// if their offsets are already below the recovery point.
 	rolledUnsynced []*Segment
+	// closedFirstBase keeps the first segment's base offset after Close,
+	// for the log-start-offset checkpoint written after the logs close.
+	closedFirstBase int64
 	stats          RecoveryStats
 
 	wg sync.WaitGroup // the async flusher started at roll
@@ -387,7 +390,7 @@ func (l *Log) FirstSegmentBaseOffset() int64 {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if len(l.segments) == 0 {
-		return l.logStartOffset
+		return l.closedFirstBase
 	}
 	return l.segments[0].baseOffset
 }
@@ -1272,6 +1275,33 @@ func (l *Log) Close() error {
 	return nil
 }
 
+// closeWithoutFlush closes every file without writing anything (a log
+// being deleted, or one opened by a start-up that failed).
+func (l *Log) closeWithoutFlush() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	l.mu.Unlock()
+	l.wg.Wait()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.segments {
+		s.closeHandles()
+	}
+	for _, p := range l.pending {
+		p.seg.closeHandles()
+	}
+	if len(l.segments) > 0 {
+		l.closedFirstBase = l.segments[0].baseOffset
+	}
+	l.segments, l.pending = nil, nil
+}
+
 // closeSegments closes every segment; the caller holds mu (or owns l).
 func (l *Log) closeSegments() error {
 	var errs []error
@@ -1280,6 +1310,9 @@ func (l *Log) closeSegments() error {
 	}
 	for _, p := range l.pending {
 		p.seg.closeHandles()
+	}
+	if len(l.segments) > 0 {
+		l.closedFirstBase = l.segments[0].baseOffset
 	}
 	l.segments = nil
 	l.pending = nil

@@ -1,0 +1,544 @@
+package log
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/qk-project/qk/broker/log/checkpoint"
+	"github.com/qk-project/qk/broker/vfs"
+)
+
+// TopicPartition names a partition.
+type TopicPartition = checkpoint.TopicPartition
+
+// ErrLogDirs means the Manager was given no usable log directory.
+var ErrLogDirs = errors.New("log: no log directories")
+
+// ErrBadTopic means a topic name cannot name a partition directory.
+var ErrBadTopic = errors.New("log: invalid topic name")
+
+// ManagerConfig wires a Manager. Intervals are in milliseconds with
+// Kafka's broker property names; 0 takes Kafka's default, a negative value
+// (or math.MaxInt64) disables the loop.
+type ManagerConfig struct {
+	LogDirs []string
+	FS      vfs.FS       // nil: vfs.OS
+	Logger  *slog.Logger // nil: discard
+	Clock   func() time.Time
+
+	// DefaultConfig is the topic config of every log unless TopicConfig
+	// returns an override for its topic.
+	DefaultConfig Config
+	TopicConfig   func(topic string) (Config, bool)
+
+	NumRecoveryThreadsPerDataDir int // num.recovery.threads.per.data.dir (1)
+
+	RetentionCheckIntervalMs        int64 // log.retention.check.interval.ms (300000)
+	FlushSchedulerIntervalMs        int64 // log.flush.scheduler.interval.ms (MaxInt64: off)
+	FlushOffsetCheckpointIntervalMs int64 // log.flush.offset.checkpoint.interval.ms (60000)
+	FlushStartOffsetCheckpointMs    int64 // log.flush.start.offset.checkpoint.interval.ms (60000)
+	HighWatermarkCheckpointMs       int64 // replica.high.watermark.checkpoint.interval.ms (5000)
+
+	// BrokerEpoch is written into the clean-shutdown marker.
+	BrokerEpoch int64
+}
+
+// interval turns a millisecond setting into a loop period; 0 means off.
+func interval(v, def int64) time.Duration {
+	if v == 0 {
+		v = def
+	}
+	if v <= 0 || v > int64(math.MaxInt64/time.Millisecond) {
+		return 0
+	}
+	return time.Duration(v) * time.Millisecond
+}
+
+// Manager owns every partition log of the broker's log directories: it
+// opens them at start-up (recovering after an unclean shutdown), creates
+// and deletes them, runs retention, scheduled flushes and checkpoints in
+// the background, and shuts everything down cleanly.
+type Manager struct {
+	cfg  ManagerConfig
+	fsys vfs.FS
+	lg   *slog.Logger
+	now  func() time.Time
+
+	mu     sync.RWMutex
+	logs   map[TopicPartition]*Log
+	dirOf  map[TopicPartition]string // the log dir holding each partition
+	closed bool
+
+	// lastWritten remembers each checkpoint file's last content so that
+	// unchanged checkpoints are not rewritten.
+	ckMu        sync.Mutex
+	lastWritten map[string]map[TopicPartition]int64
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// OpenManager opens every partition directory <topic>-<partition> of every
+// log dir, NumRecoveryThreadsPerDataDir at a time per dir, using the
+// recovery-point, log-start-offset and replication-offset checkpoints and
+// the clean-shutdown marker (removed once the dir is loaded), then starts
+// the background loops. Directories named *-delete (a deletion cut short)
+// are removed; *-future, *-stray and anything that is not a partition
+// directory are left alone.
+func OpenManager(cfg ManagerConfig) (*Manager, error) {
+	if len(cfg.LogDirs) == 0 {
+		return nil, ErrLogDirs
+	}
+	m := &Manager{
+		cfg:         cfg,
+		fsys:        cfg.FS,
+		lg:          cfg.Logger,
+		now:         cfg.Clock,
+		logs:        map[TopicPartition]*Log{},
+		dirOf:       map[TopicPartition]string{},
+		lastWritten: map[string]map[TopicPartition]int64{},
+		stop:        make(chan struct{}),
+	}
+	if m.fsys == nil {
+		m.fsys = vfs.OS
+	}
+	if m.lg == nil {
+		m.lg = slog.New(slog.DiscardHandler)
+	}
+	m.lg = m.lg.With("component", "log-manager")
+	if m.now == nil {
+		m.now = time.Now
+	}
+	if m.cfg.NumRecoveryThreadsPerDataDir <= 0 {
+		m.cfg.NumRecoveryThreadsPerDataDir = 1
+	}
+	if m.cfg.DefaultConfig == (Config{}) {
+		m.cfg.DefaultConfig = DefaultConfig()
+	}
+	if err := m.cfg.DefaultConfig.Validate(); err != nil {
+		return nil, err
+	}
+	for i, d := range m.cfg.LogDirs {
+		m.cfg.LogDirs[i] = filepath.Clean(d)
+	}
+
+	errs := make([]error, len(m.cfg.LogDirs))
+	var wg sync.WaitGroup
+	for i, dir := range m.cfg.LogDirs {
+		wg.Go(func() { errs[i] = m.loadDir(dir) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, l := range m.logs {
+			l.closeWithoutFlush()
+		}
+		return nil, err
+	}
+	m.startLoops()
+	return m, nil
+}
+
+// loadDir opens the partitions of one log dir.
+func (m *Manager) loadDir(dir string) error {
+	start := m.now()
+	if err := vfs.MkdirAllSync(m.fsys, dir, 0o755); err != nil {
+		return fmt.Errorf("log dir %s: %w", dir, err)
+	}
+	clean, _, err := checkpoint.ReadCleanShutdown(m.fsys, dir)
+	if err != nil {
+		m.lg.Warn("clean-shutdown marker unreadable", "dir", dir, "err", err)
+	}
+	rps := m.readCheckpoint(dir, checkpoint.RecoveryPointFile)
+	lsos := m.readCheckpoint(dir, checkpoint.LogStartOffsetFile)
+	hws := m.readCheckpoint(dir, checkpoint.ReplicationOffsetFile)
+
+	entries, err := m.fsys.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("log dir %s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(name, "-delete"):
+			m.lg.Info("removing partition directory left by an interrupted deletion", "dir", name)
+			if err := m.fsys.RemoveAll(dir + "/" + name); err != nil {
+				return fmt.Errorf("log dir %s: remove %s: %w", dir, name, err)
+			}
+			continue
+		case strings.HasSuffix(name, "-future"), strings.HasSuffix(name, "-stray"):
+			continue
+		}
+		if _, _, ok := ParseTopicPartition(name); ok {
+			names = append(names, name)
+		}
+	}
+	m.lg.Info("loading logs", "dir", dir, "partitions", len(names), "clean_shutdown", clean)
+
+	jobs := make(chan string)
+	errs := make([]error, 0)
+	var errMu sync.Mutex
+	var wg sync.WaitGroup
+	recovered := 0
+	for range min(m.cfg.NumRecoveryThreadsPerDataDir, max(len(names), 1)) {
+		wg.Go(func() {
+			for name := range jobs {
+				topic, partition, _ := ParseTopicPartition(name)
+				tp := TopicPartition{Topic: topic, Partition: partition}
+				l, err := Open(dir+"/"+name, m.ConfigFor(topic),
+					WithFS(m.fsys), WithLogger(m.lg), WithClock(m.now),
+					WithCleanShutdown(clean), WithRecoveryPoint(rps[tp]),
+					WithLogStartOffset(lsos[tp]), WithHighWatermark(hws[tp]))
+				errMu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					if l.RecoveryStats().RecoveredSegments > 0 {
+						recovered++
+					}
+					m.mu.Lock()
+					if other, dup := m.dirOf[tp]; dup {
+						errs = append(errs, fmt.Errorf("partition %s is in log dirs %s and %s", tp, other, dir))
+						l.closeWithoutFlush()
+					} else {
+						m.logs[tp], m.dirOf[tp] = l, dir
+					}
+					m.mu.Unlock()
+				}
+				errMu.Unlock()
+			}
+		})
+	}
+	for _, n := range names {
+		jobs <- n
+	}
+	close(jobs)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("log dir %s: %w", dir, err)
+	}
+	if clean {
+		if err := checkpoint.RemoveCleanShutdown(m.fsys, dir); err != nil {
+			return fmt.Errorf("log dir %s: %w", dir, err)
+		}
+	}
+	m.lg.Info("loaded logs", "dir", dir, "partitions", len(names), "recovered", recovered,
+		"took", m.now().Sub(start).String())
+	return nil
+}
+
+// readCheckpoint reads an offset checkpoint of dir; a missing or damaged
+// file gives no entries (a damaged one is logged: everything is recovered).
+func (m *Manager) readCheckpoint(dir, name string) map[TopicPartition]int64 {
+	got, err := checkpoint.ReadOffsets(m.fsys, dir+"/"+name)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			m.lg.Warn("checkpoint unreadable, ignoring it", "dir", dir, "file", name, "err", err)
+		}
+		return map[TopicPartition]int64{}
+	}
+	return got
+}
+
+// ConfigFor returns the config a log of topic gets.
+func (m *Manager) ConfigFor(topic string) Config {
+	if m.cfg.TopicConfig != nil {
+		if c, ok := m.cfg.TopicConfig(topic); ok {
+			return c
+		}
+	}
+	return m.cfg.DefaultConfig
+}
+
+// GetLog returns the log of a partition hosted here.
+func (m *Manager) GetLog(topic string, partition int32) (*Log, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	l, ok := m.logs[TopicPartition{Topic: topic, Partition: partition}]
+	return l, ok
+}
+
+// Logs returns every log, in topic-partition order.
+func (m *Manager) Logs() []*Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	tps := slices.SortedFunc(maps.Keys(m.logs), func(a, b TopicPartition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	out := make([]*Log, len(tps))
+	for i, tp := range tps {
+		out[i] = m.logs[tp]
+	}
+	return out
+}
+
+// validTopic applies Kafka's topic name rule: 1..249 characters of
+// [a-zA-Z0-9._-], not "." or "..".
+func validTopic(t string) bool {
+	if t == "" || len(t) > 249 || t == "." || t == ".." {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateLog returns the partition's log, creating it (with cfg) in the log
+// dir that holds the fewest partitions if it does not exist yet.
+func (m *Manager) CreateLog(topic string, partition int32, cfg Config) (*Log, error) {
+	if !validTopic(topic) || partition < 0 {
+		return nil, fmt.Errorf("create log %s-%d: %w", topic, partition, ErrBadTopic)
+	}
+	tp := TopicPartition{Topic: topic, Partition: partition}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	if l, ok := m.logs[tp]; ok {
+		return l, nil
+	}
+	counts := map[string]int{}
+	for _, d := range m.dirOf {
+		counts[d]++
+	}
+	dir := m.cfg.LogDirs[0]
+	for _, d := range m.cfg.LogDirs[1:] {
+		if counts[d] < counts[dir] {
+			dir = d
+		}
+	}
+	l, err := Open(dir+"/"+tp.String(), cfg, WithFS(m.fsys), WithLogger(m.lg), WithClock(m.now), WithCleanShutdown(true))
+	if err != nil {
+		return nil, fmt.Errorf("create log %s: %w", tp, err)
+	}
+	m.logs[tp], m.dirOf[tp] = l, dir
+	m.lg.Info("created log", "topic", topic, "partition", partition, "dir", dir)
+	return l, nil
+}
+
+// DeleteLog closes a partition's log and removes its directory: it is
+// renamed <topic>-<partition>.<uuid>-delete first (so a crash cannot leave
+// a half-deleted partition that looks live), then removed.
+func (m *Manager) DeleteLog(topic string, partition int32) error {
+	tp := TopicPartition{Topic: topic, Partition: partition}
+	m.mu.Lock()
+	l, ok := m.logs[tp]
+	dir := m.dirOf[tp]
+	delete(m.logs, tp)
+	delete(m.dirOf, tp)
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	l.closeWithoutFlush()
+	var id [16]byte
+	rand.Read(id[:])
+	doomed := fmt.Sprintf("%s/%s.%s-delete", dir, tp, hex.EncodeToString(id[:]))
+	if err := m.fsys.Rename(l.Dir(), doomed); err != nil {
+		return fmt.Errorf("delete log %s: %w", tp, err)
+	}
+	if err := m.fsys.SyncDir(dir); err != nil {
+		return fmt.Errorf("delete log %s: %w", tp, err)
+	}
+	if err := m.fsys.RemoveAll(doomed); err != nil {
+		return fmt.Errorf("delete log %s: %w", tp, err)
+	}
+	m.lg.Info("deleted log", "topic", topic, "partition", partition)
+	return m.fsys.SyncDir(dir)
+}
+
+// startLoops starts the background loops whose interval is enabled.
+func (m *Manager) startLoops() {
+	loop := func(name string, every time.Duration, fn func()) {
+		if every <= 0 {
+			return
+		}
+		m.wg.Go(func() {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-m.stop:
+					return
+				case <-t.C:
+					fn()
+				}
+			}
+		})
+	}
+	loop("retention", interval(m.cfg.RetentionCheckIntervalMs, 300_000), m.RunRetention)
+	loop("flush", interval(m.cfg.FlushSchedulerIntervalMs, math.MaxInt64), m.runScheduledFlush)
+	loop("recovery-point checkpoint", interval(m.cfg.FlushOffsetCheckpointIntervalMs, 60_000), func() {
+		m.logErr("recovery-point checkpoint", m.CheckpointRecoveryPoints())
+	})
+	loop("log-start-offset checkpoint", interval(m.cfg.FlushStartOffsetCheckpointMs, 60_000), func() {
+		m.logErr("log-start-offset checkpoint", m.CheckpointLogStartOffsets())
+	})
+	loop("high-watermark checkpoint", interval(m.cfg.HighWatermarkCheckpointMs, 5_000), func() {
+		m.logErr("high-watermark checkpoint", m.CheckpointHighWatermarks())
+	})
+}
+
+func (m *Manager) logErr(what string, err error) {
+	if err != nil {
+		m.lg.Warn(what+" failed", "err", err)
+	}
+}
+
+// RunRetention runs DeleteOldSegments on every log (the retention loop).
+func (m *Manager) RunRetention() {
+	for _, l := range m.Logs() {
+		n, err := l.DeleteOldSegments()
+		if err != nil && !errors.Is(err, ErrClosed) {
+			m.lg.Warn("retention failed", "topic", l.Topic(), "partition", l.Partition(), "err", err)
+		}
+		if n > 0 {
+			m.lg.Debug("retention deleted segments", "topic", l.Topic(), "partition", l.Partition(), "count", n)
+		}
+	}
+}
+
+func (m *Manager) runScheduledFlush() {
+	for _, l := range m.Logs() {
+		if err := l.FlushIfDue(); err != nil && !errors.Is(err, ErrClosed) {
+			m.lg.Warn("scheduled flush failed", "topic", l.Topic(), "partition", l.Partition(), "err", err)
+		}
+	}
+}
+
+// byDir groups a per-log value by log dir.
+func (m *Manager) byDir(value func(l *Log) (int64, bool)) map[string]map[TopicPartition]int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := map[string]map[TopicPartition]int64{}
+	for _, d := range m.cfg.LogDirs {
+		out[d] = map[TopicPartition]int64{}
+	}
+	for tp, l := range m.logs {
+		if v, ok := value(l); ok {
+			out[m.dirOf[tp]][tp] = v
+		}
+	}
+	return out
+}
+
+func (m *Manager) writeCheckpoints(name string, perDir map[string]map[TopicPartition]int64) error {
+	m.ckMu.Lock()
+	defer m.ckMu.Unlock()
+	var errs []error
+	for dir, entries := range perDir {
+		key := dir + "/" + name
+		if last, ok := m.lastWritten[key]; ok && maps.Equal(last, entries) {
+			continue
+		}
+		if err := checkpoint.WriteOffsets(m.fsys, dir, name, entries); err != nil {
+			errs = append(errs, fmt.Errorf("write %s: %w", key, err))
+			continue
+		}
+		m.lastWritten[key] = entries
+	}
+	return errors.Join(errs...)
+}
+
+// CheckpointRecoveryPoints writes recovery-point-offset-checkpoint in
+// every log dir.
+func (m *Manager) CheckpointRecoveryPoints() error {
+	return m.writeCheckpoints(checkpoint.RecoveryPointFile, m.byDir(func(l *Log) (int64, bool) {
+		return l.RecoveryPoint(), true
+	}))
+}
+
+// CheckpointLogStartOffsets writes log-start-offset-checkpoint in every
+// log dir, with only the partitions whose log start offset is above their
+// first segment's base offset (as Kafka does).
+func (m *Manager) CheckpointLogStartOffsets() error {
+	return m.writeCheckpoints(checkpoint.LogStartOffsetFile, m.byDir(func(l *Log) (int64, bool) {
+		lso := l.LogStartOffset()
+		return lso, lso > l.FirstSegmentBaseOffset()
+	}))
+}
+
+// CheckpointHighWatermarks writes replication-offset-checkpoint in every
+// log dir.
+func (m *Manager) CheckpointHighWatermarks() error {
+	return m.writeCheckpoints(checkpoint.ReplicationOffsetFile, m.byDir(func(l *Log) (int64, bool) {
+		return l.HighWatermark(), true
+	}))
+}
+
+// Close stops the background loops, then flushes and closes every log,
+// writes the recovery-point, log-start-offset and high-watermark
+// checkpoints and finally the clean-shutdown marker of each log dir whose
+// logs all closed cleanly.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	close(m.stop)
+	m.wg.Wait()
+
+	logs := m.Logs()
+	failedDirs := map[string]bool{}
+	var errs []error
+	var errMu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(m.cfg.NumRecoveryThreadsPerDataDir*len(m.cfg.LogDirs), 1))
+	for _, l := range logs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := l.Close(); err != nil {
+				errMu.Lock()
+				errs = append(errs, err)
+				failedDirs[filepath.Dir(l.Dir())] = true
+				errMu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, fn := range []func() error{m.CheckpointRecoveryPoints, m.CheckpointLogStartOffsets, m.CheckpointHighWatermarks} {
+		if err := fn(); err != nil {
+			errs = append(errs, err)
+			for _, d := range m.cfg.LogDirs {
+				failedDirs[d] = true
+			}
+		}
+	}
+	for _, d := range m.cfg.LogDirs {
+		if failedDirs[d] {
+			m.lg.Warn("not writing clean-shutdown marker", "dir", d)
+			continue
+		}
+		if err := checkpoint.WriteCleanShutdown(m.fsys, d, m.cfg.BrokerEpoch); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.lg.Info("log manager closed", "partitions", len(logs))
+	return errors.Join(errs...)
+}
