@@ -242,7 +242,7 @@ type Log struct {
 	// closedFirstBase keeps the first segment's base offset after Close,
 	// for the log-start-offset checkpoint written after the logs close.
 	closedFirstBase int64
-	stats          RecoveryStats
+	stats           RecoveryStats
 
 	wg sync.WaitGroup // the async flusher started at roll
 }

@@ -1,0 +1,95 @@
+// Package log stores partitions the way Apache Kafka does, byte for byte,
+// so a Kafka log directory can be served by qk and the other way round.
+//
+// A Log is one partition directory, <topic>-<partition> (the topic may
+// contain '-': the partition is after the last one). It is a list of
+// segments ordered by base offset; only the last, the active segment, is
+// appended to. A Manager owns every Log of the broker's log directories.
+//
+// # Files of a segment
+//
+// Every file of a segment is named by the segment's base offset, zero
+// padded to 20 digits: 00000000000000030626.log, .index, .timeindex.
+//
+//	.log: record batches back to back (format in broker/record)
+//
+//	pos 0                          pos P                            size
+//	+-----------------------------+-------------------------+-...-+
+//	| batch: base 30626..30629    | batch: base 30630..30700 | ... |
+//	| 8 baseOffset | 4 length |…  |                          |     |
+//	+-----------------------------+-------------------------+-...-+
+//
+//	.index: 8-byte entries, big-endian, strictly increasing
+//
+//	+----------------------+----------------------+-----------------+
+//	| relOffset int32 (74) | position int32 (P)   | ... | 0 0 0 ... |
+//	+----------------------+----------------------+-----------------+
+//	  offset = base + relOffset = last offset of the batch (leader,
+//	  recovery) or of the appended chunk (follower) that starts at P.
+//	  Zero-filled to segment.index.bytes/8*8 while the segment is
+//	  active, trimmed to the entries when it rolls or closes.
+//
+//	.timeindex: 12-byte entries, both columns increasing
+//
+//	+---------------------+-----------------------+
+//	| timestamp int64     | relOffset int32       |  "max timestamp so far,
+//	+---------------------+-----------------------+   and the last offset of
+//	                                                  the batch carrying it"
+//	  Preallocated to segment.index.bytes/12*12; one slot is kept for the
+//	  entry appended at roll and close, so a closed segment's last entry is
+//	  its largest timestamp (what retention.ms uses).
+//
+// Index entries are written with Kafka's rule (LogSegment.append): if more
+// than index.interval.bytes were appended since the last entry, add the
+// entry (last offset of this append, position of this append) before this
+// append is counted. Recovery rebuilds the same entries from the .log (if
+// validBytes − lastEntryPosition > interval), which reproduces the indexes
+// Kafka wrote (see fixture_test.go). Entries are kept in memory; the files
+// are written in batches of up to 4 KiB, because only a flushed or closed
+// index must be complete: an unflushed active index is rebuilt after a
+// crash.
+//
+// Other files of the partition directory: leader-epoch-checkpoint (written
+// atomically on every change of the epoch cache), *.deleted (segments
+// removed by retention or truncation: renamed, then removed after
+// file.delete.delay.ms so that in-flight reads of their FileRegions still
+// work; removed at start-up), *.cleaned and *.swap (log cleaner, handled at
+// start-up as Kafka does). The log dir holds the recovery-point,
+// log-start-offset and replication-offset checkpoints and the clean-shutdown
+// marker (package broker/log/checkpoint).
+//
+// # Invariants
+//
+//   - Segment base offsets increase; every offset in a segment is ≥ its base
+//     and below the next segment's base; offset − base fits an int32.
+//   - A .log holds only whole batches; batch offsets strictly increase.
+//   - Every offset-index entry points at the start of a batch, and its
+//     offset is ≥ that batch's last offset and < the next entry's; no entry
+//     points past the end of the .log.
+//   - Time-index timestamps strictly increase; offsets never decrease.
+//   - LogStartOffset ≤ HighWatermark ≤ LogEndOffset, and
+//     RecoveryPoint ≤ LogEndOffset: everything below the recovery point is
+//     fsynced (data, indexes, directory entries).
+//   - The log always has at least one segment; the active segment is never
+//     deleted by retention (an empty one is rolled first).
+//   - Leader-epoch entries increase in both epoch and start offset and
+//     start below LogEndOffset.
+//
+// # Recovery
+//
+// After a clean shutdown (marker present) nothing is scanned: indexes are
+// trusted (sanity-checked when first loaded, rebuilt if they fail) and the
+// log end offset comes from the batches after the active segment's last
+// index entry. Otherwise every segment from the one holding the recovery
+// point on is recovered: each batch is validated (structure, CRC-32C,
+// increasing offsets), the .log is cut at the first invalid or torn batch
+// or at a gap before the next segment, later segments are removed, the cut
+// is logged at Warn, and both indexes are rebuilt.
+//
+// # Concurrency
+//
+// Log methods are safe for concurrent use. Appends, truncation, retention
+// and roll hold the Log's write lock; Read and lookups hold the read lock.
+// fsync runs without the lock so produce is not stalled by a flush. Lock
+// order is in broker/LOCKS.md.
+package log
