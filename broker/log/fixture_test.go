@@ -1,11 +1,15 @@
 package log
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qk-project/qk/broker/record"
 	"github.com/qk-project/qk/broker/vfs"
 )
 
@@ -65,4 +69,80 @@ func TestRecoverRebuildsKafkaCleanShutdownIndexes(t *testing.T) {
 	require.Len(t, index, 272)
 	require.Equal(t, fixture(t, dir+"00000000000000000000.timeindex"), timeIndex)
 	require.Len(t, timeIndex, 420)
+}
+
+// copyFixtureDir copies a Kafka partition directory into a temp log dir.
+func copyFixtureDir(t *testing.T, rel string) string {
+	t.Helper()
+	src := filepath.Join(fixtureDir, rel)
+	entries, err := os.ReadDir(src)
+	if errors.Is(err, os.ErrNotExist) {
+		t.Skipf("fixture %s not present", rel)
+	}
+	require.NoError(t, err)
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, os.MkdirAll(dst, 0o755))
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644))
+	}
+	return dst
+}
+
+// TestOpenKafkaPartitionDir opens the partition a Kafka 3.6 broker shut
+// down cleanly: the log end offset, leader epochs, reads and timestamp
+// lookups come from Kafka's files, appends continue them, and Kafka's index
+// entries stay as they were.
+func TestOpenKafkaPartitionDir(t *testing.T) {
+	const rel = "cp760-zk-clean-shutdown/kafka-data/stock-market-realtime-0"
+	for _, clean := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) {
+			dir := copyFixtureDir(t, rel)
+			kafkaIndex := fixture(t, rel+"/00000000000000000000.index")
+			kafkaTimeIndex := fixture(t, rel+"/00000000000000000000.timeindex")
+			l, err := Open(dir, DefaultConfig(), WithCleanShutdown(clean), WithRecoveryPoint(1120), WithHighWatermark(1120), WithLogger(testLogger(t)))
+			require.NoError(t, err)
+			require.Equal(t, "stock-market-realtime", l.Topic())
+			require.Equal(t, int64(1120), l.LogEndOffset())
+			require.Equal(t, int64(1120), l.HighWatermark())
+			require.Equal(t, []EpochEntry{{Epoch: 0, StartOffset: 0}}, l.LeaderEpochs())
+			if clean {
+				require.Zero(t, l.RecoveryStats().RecoveredSegments)
+			} else {
+				require.Equal(t, 1, l.RecoveryStats().RecoveredSegments)
+			}
+
+			// Every index entry resolves to a batch with that last offset.
+			for _, e := range DecodeOffsetIndex(kafkaIndex, 0) {
+				ri, err := l.Read(e.Offset, 1, -1)
+				require.NoError(t, err)
+				require.Equal(t, int64(e.Position), ri.Region.Position)
+				bt, err := record.Validate(regionBytes(t, ri.Region))
+				require.NoError(t, err)
+				require.Equal(t, e.Offset, bt.LastOffset())
+			}
+			// Timestamp lookups land on the first record at or after the time.
+			for _, e := range DecodeTimeIndex(kafkaTimeIndex, 0) {
+				res, ok, err := l.FetchOffsetByTimestamp(e.Timestamp)
+				require.NoError(t, err)
+				require.True(t, ok)
+				require.GreaterOrEqual(t, res.Timestamp, e.Timestamp)
+				require.LessOrEqual(t, res.Offset, e.Offset)
+			}
+
+			info, err := l.Append(makeBatch(t, 3, 1755049200000, 2000), 1)
+			require.NoError(t, err)
+			require.Equal(t, int64(1120), info.FirstOffset)
+			require.NoError(t, l.Close())
+			gotIndex, err := os.ReadFile(FileName(dir, 0, IndexSuffix))
+			require.NoError(t, err)
+			require.Equal(t, kafkaIndex, gotIndex[:len(kafkaIndex)], "Kafka's entries kept")
+			gotTime, err := os.ReadFile(FileName(dir, 0, TimeIndexSuffix))
+			require.NoError(t, err)
+			require.Equal(t, kafkaTimeIndex, gotTime[:len(kafkaTimeIndex)])
+			require.Len(t, gotTime, len(kafkaTimeIndex)+TimeIndexEntrySize, "one final entry for the new batch")
+			checkDir(t, vfs.OS, dir, dirCheck{})
+		})
+	}
 }

@@ -34,6 +34,22 @@ func benchBatch(b testing.TB, size int) []byte {
 
 var benchSizes = []int{16 << 10}
 
+// warmUp writes and removes 512 MiB before a write benchmark: the first
+// writes into page cache after a pause run at a fraction of the steady rate
+// on these VMs (cold guest pages, see machine-limits.md), which would
+// otherwise penalise whichever benchmark runs first.
+func warmUp(b *testing.B, buf []byte) {
+	b.Helper()
+	f, err := os.Create(filepath.Join(b.TempDir(), "warm-up"))
+	require.NoError(b, err)
+	for n := 0; n < 512<<20; n += len(buf) {
+		_, err := f.Write(buf)
+		require.NoError(b, err)
+	}
+	require.NoError(b, f.Close())
+	require.NoError(b, os.Remove(f.Name()))
+}
+
 func sizeName(n int) string { return fmt.Sprintf("size=%dKiB", n>>10) }
 
 // BenchmarkAppend appends pre-built batches through Log.Append: validate
@@ -44,16 +60,41 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// benchSegmentBytes is segment.bytes for the write benchmarks. Both keep
+// at most benchSegmentsKept segments (the log through retention.bytes, the
+// plain writer by removing older files), so a run's page-cache footprint
+// stays bounded and pages are recycled, as on a broker in steady state:
+// otherwise each run creates gigabytes of fresh dirty pages and the figures
+// measure the VM's memory and writeback, not the code. The log also pays
+// for Kafka's asynchronous flush of every rolled segment.
+const (
+	benchSegmentBytes = 256 << 20
+	benchSegmentsKept = 4
+)
+
 func benchAppend(b *testing.B, size int) {
 	batch := benchBatch(b, size)
-	l, err := Open(filepath.Join(b.TempDir(), "bench-0"), DefaultConfig())
+	warmUp(b, batch)
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = benchSegmentBytes
+	cfg.RetentionBytes = benchSegmentsKept * benchSegmentBytes
+	cfg.FileDeleteDelayMs = 0
+	l, err := Open(filepath.Join(b.TempDir(), "bench-0"), cfg)
 	require.NoError(b, err)
 	b.Cleanup(func() { l.Close() })
+	check := benchSegmentBytes / size
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
+	i := 0
 	for b.Loop() {
 		if _, err := l.Append(batch, 0); err != nil {
 			b.Fatal(err)
+		}
+		if i++; i%check == 0 {
+			l.SetHighWatermark(l.LogEndOffset())
+			if _, err := l.DeleteOldSegments(); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "batches/s")
@@ -61,7 +102,7 @@ func benchAppend(b *testing.B, size int) {
 
 // BenchmarkSequentialWrite is the floor Append is measured against: plain
 // sequential writes of the same bytes to an os.File, a new file every
-// segment.bytes like the log.
+// benchSegmentBytes like the log's segments, older files removed.
 func BenchmarkSequentialWrite(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(sizeName(size), func(b *testing.B) { benchWrite(b, size) })
@@ -70,21 +111,25 @@ func BenchmarkSequentialWrite(b *testing.B) {
 
 func benchWrite(b *testing.B, size int) {
 	batch := benchBatch(b, size)
+	warmUp(b, batch)
 	dir := b.TempDir()
-	segBytes := DefaultConfig().SegmentBytes
+	name := func(n int) string { return filepath.Join(dir, fmt.Sprintf("%d.log", n)) }
 	n := 0
-	f, err := os.Create(filepath.Join(dir, "0.log"))
+	f, err := os.Create(name(n))
 	require.NoError(b, err)
 	b.Cleanup(func() { f.Close() })
 	var written int64
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	for b.Loop() {
-		if written+int64(size) > segBytes {
+		if written+int64(size) > benchSegmentBytes {
 			f.Close()
 			n++
-			if f, err = os.Create(filepath.Join(dir, fmt.Sprintf("%d.log", n))); err != nil {
+			if f, err = os.Create(name(n)); err != nil {
 				b.Fatal(err)
+			}
+			if n >= benchSegmentsKept {
+				os.Remove(name(n - benchSegmentsKept))
 			}
 			written = 0
 		}
@@ -97,8 +142,10 @@ func benchWrite(b *testing.B, size int) {
 }
 
 // BenchmarkLookup measures offset → file region (Log.Read of one batch at
-// a random offset): binary search over segments, index lookup, a short
-// header scan. It must stay flat from 10 to 1000 segments.
+// a random offset): binary search over the segments, binary search in the
+// segment's offset index, a short scan of batch headers (one ReadAt each).
+// The log holds the same 64 MiB in 10 or in 1000 segments, so only the
+// segment count differs: with logarithmic searches the cost stays flat.
 func BenchmarkLookup(b *testing.B) {
 	for _, segments := range []int{10, 1000} {
 		b.Run(fmt.Sprintf("segments=%d", segments), func(b *testing.B) { benchLookup(b, segments) })
@@ -106,25 +153,25 @@ func BenchmarkLookup(b *testing.B) {
 }
 
 func benchLookup(b *testing.B, segments int) {
-	const perSegment = 64
-	batch := benchBatch(b, 1024)
+	const batches, batchSize = 1 << 16, 1024
+	batch := benchBatch(b, batchSize)
 	cfg := DefaultConfig()
-	cfg.SegmentBytes = perSegment * 1024
-	cfg.MaxIndexSize = 64 << 10
+	cfg.SegmentBytes = int64(batches / segments * batchSize)
+	cfg.MaxIndexSize = 1 << 20
 	l, err := Open(filepath.Join(b.TempDir(), "bench-0"), cfg)
 	require.NoError(b, err)
 	b.Cleanup(func() { l.Close() })
-	for range segments * perSegment {
+	for range batches {
 		_, err := l.Append(batch, 0)
 		require.NoError(b, err)
 	}
-	require.Equal(b, segments, l.NumSegments())
+	require.InDelta(b, segments, l.NumSegments(), float64(segments)/50+1)
 	rng := rand.New(rand.NewPCG(1, 2))
 	leo := l.LogEndOffset()
 	b.ReportAllocs()
 	for b.Loop() {
 		ri, err := l.Read(rng.Int64N(leo), 1, -1)
-		if err != nil || ri.Region.Length != 1024 {
+		if err != nil || ri.Region.Length != batchSize {
 			b.Fatal(err, ri.Region.Length)
 		}
 	}

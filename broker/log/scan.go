@@ -130,6 +130,62 @@ func readHeaderAt(f vfs.File, pos, size int64) (h batchHeader, done bool, err er
 	return h, false, nil
 }
 
+// headerWindow is how much a headerScanner reads at once: the default index
+// interval, so that the scan from an index entry to the batch wanted
+// usually costs one ReadAt (a larger window costs more in copying than it
+// saves in syscalls).
+const headerWindow = 4 << 10
+
+var headerWindows = sync.Pool{New: func() any { return new([headerWindow]byte) }}
+
+// headerScanner reads batch headers of a .log through a window buffer:
+// consecutive headers that fit in the window cost one ReadAt. Call release
+// when done.
+type headerScanner struct {
+	f     vfs.File
+	size  int64
+	buf   *[headerWindow]byte
+	start int64
+	n     int
+}
+
+func newHeaderScanner(f vfs.File, size int64) *headerScanner {
+	return &headerScanner{f: f, size: size, buf: headerWindows.Get().(*[headerWindow]byte)}
+}
+
+func (hs *headerScanner) release() {
+	headerWindows.Put(hs.buf)
+	hs.buf = nil
+}
+
+// at parses the header of the batch at pos, with readHeaderAt's results.
+func (hs *headerScanner) at(pos int64) (h batchHeader, done bool, err error) {
+	if hs.size-pos < record.HeaderPrefixSize {
+		return batchHeader{}, true, nil
+	}
+	need := min(int64(headerBufSize), hs.size-pos)
+	if pos < hs.start || pos+need > hs.start+int64(hs.n) {
+		want := min(int64(headerWindow), hs.size-pos)
+		m, err := hs.f.ReadAt(hs.buf[:want], pos)
+		if err != nil && !(errors.Is(err, io.EOF) && int64(m) >= need) {
+			return batchHeader{}, false, err
+		}
+		hs.start, hs.n = pos, m
+	}
+	off := int(pos - hs.start)
+	h, err = parseHeader(hs.buf[off : off+int(need)])
+	if err != nil {
+		if errors.Is(err, record.ErrShortBuffer) {
+			return batchHeader{}, true, nil
+		}
+		return batchHeader{}, false, err
+	}
+	if pos+int64(h.size) > hs.size {
+		return batchHeader{}, true, nil
+	}
+	return h, false, nil
+}
+
 // batchScanner walks a .log file batch by batch through a large read buffer,
 // handing out each whole batch's bytes (valid until the next call). It is
 // used by recovery, which must checksum every byte.

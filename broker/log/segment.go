@@ -418,8 +418,10 @@ func (s *Segment) translateOffset(offset, startingPosition int64) (pos int64, h 
 		return 0, batchHeader{}, false, err
 	}
 	pos = max(int64(s.index.Lookup(offset).Position), startingPosition)
+	hs := newHeaderScanner(s.log, s.size)
+	defer hs.release()
 	for {
-		h, done, err := readHeaderAt(s.log, pos, s.size)
+		h, done, err := hs.at(pos)
 		if err != nil {
 			return 0, batchHeader{}, false, &CorruptError{Path: s.logPath, Offset: pos, Err: ErrCorruptLog, Reason: "bad batch header", Cause: err}
 		}
@@ -460,8 +462,10 @@ func (s *Segment) readNextOffset() (int64, error) {
 	}
 	next := s.baseOffset
 	pos := int64(s.index.LastEntry().Position)
+	hs := newHeaderScanner(s.log, s.size)
+	defer hs.release()
 	for {
-		h, done, err := readHeaderAt(s.log, pos, s.size)
+		h, done, err := hs.at(pos)
 		if err != nil {
 			return 0, &CorruptError{Path: s.logPath, Offset: pos, Err: ErrCorruptLog, Reason: "bad batch header", Cause: err}
 		}
@@ -477,8 +481,10 @@ func (s *Segment) readNextOffset() (int64, error) {
 // the largest max timestamp and its batch's last offset.
 func (s *Segment) largestTimestampAfter(pos int64) (TimestampOffset, error) {
 	best := TimestampOffset{Timestamp: -1, Offset: -1}
+	hs := newHeaderScanner(s.log, s.size)
+	defer hs.release()
 	for {
-		h, done, err := readHeaderAt(s.log, pos, s.size)
+		h, done, err := hs.at(pos)
 		if err != nil {
 			return best, &CorruptError{Path: s.logPath, Offset: pos, Err: ErrCorruptLog, Reason: "bad batch header", Cause: err}
 		}
@@ -754,8 +760,10 @@ func (s *Segment) findOffsetByTimestamp(ts, startingOffset int64) (OffsetForTime
 	}
 	from := s.timeIndex.Lookup(ts)
 	pos := int64(s.index.Lookup(max(from.Offset, startingOffset)).Position)
+	hs := newHeaderScanner(s.log, s.size)
+	defer hs.release()
 	for {
-		h, done, err := readHeaderAt(s.log, pos, s.size)
+		h, done, err := hs.at(pos)
 		if err != nil {
 			return OffsetForTimestamp{}, false, &CorruptError{Path: s.logPath, Offset: pos, Err: ErrCorruptLog, Reason: "bad batch header", Cause: err}
 		}
