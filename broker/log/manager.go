@@ -375,6 +375,7 @@ func (m *Manager) startLoops() {
 		if every <= 0 {
 			return
 		}
+		m.lg.Debug("starting background loop", "loop", name, "every", every.String())
 		m.wg.Go(func() {
 			t := time.NewTicker(every)
 			defer t.Stop()
