@@ -411,8 +411,8 @@ func (s *Segment) rebuildIndexes(assignEpoch func(epoch int32, offset int64), st
 
 // translateOffset finds the first batch with lastOffset ≥ offset, scanning
 // batch headers from the index entry at or below offset (or from
-// startingPosition if that is larger). found is false when no such batch
-// exists before maxPosition... the end of the segment.
+// startingPosition if that is larger). found is false when the segment
+// holds no such batch.
 func (s *Segment) translateOffset(offset, startingPosition int64) (pos int64, h batchHeader, found bool, err error) {
 	if err := s.ensureLoaded(); err != nil {
 		return 0, batchHeader{}, false, err
