@@ -181,4 +181,3 @@ func (l *Log) reapDeleted(nowMs int64, force bool) error {
 	l.pending = kept
 	return errors.Join(errs...)
 }
-
