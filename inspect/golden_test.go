@@ -20,7 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 // fixturesRel is the shared Kafka fixture tree, relative to this package.
-const fixturesRel = "../../shared/reference/fixtures"
+const fixturesRel = "../testdata/fixtures"
 
 // fixturesDir returns the absolute fixture directory or skips the test.
 func fixturesDir(t testing.TB) string {

@@ -23,7 +23,7 @@ import (
 )
 
 // fixtureDir holds the Kafka-written fixtures (see its README.md).
-const fixtureDir = "../../../shared/reference/fixtures"
+const fixtureDir = "../../testdata/fixtures"
 
 func fixture(t testing.TB, rel string) []byte {
 	t.Helper()

@@ -14,7 +14,7 @@ import (
 // fixtureDir holds the Kafka-written fixtures shared by the qk engineers
 // (see its README.md); tests skip when it is not checked out next to the
 // repository.
-const fixtureDir = "../../../shared/reference/fixtures"
+const fixtureDir = "../../testdata/fixtures"
 
 // fixture reads a fixture file by its path under fixtureDir.
 func fixture(t testing.TB, rel string) []byte {

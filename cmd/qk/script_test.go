@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 // TestScripts runs testdata/script/*.txtar end to end. $FIXTURES points at
 // the Kafka-written files of ../shared/reference/fixtures.
 func TestScripts(t *testing.T) {
-	fixtures, err := filepath.Abs("../../../shared/reference/fixtures")
+	fixtures, err := filepath.Abs("../../testdata/fixtures")
 	if err != nil {
 		t.Fatal(err)
 	}

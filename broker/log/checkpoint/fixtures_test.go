@@ -16,7 +16,7 @@ import (
 // fixtures holds files written by real Kafka brokers (see its README.md).
 // It sits in the shared reference tree beside the repository; tests that
 // need it skip when it is absent.
-const fixtures = "../../../../shared/reference/fixtures"
+const fixtures = "../../../testdata/fixtures"
 
 // fixture returns the path of a fixture file or directory, skipping the
 // test if it is not there.
