@@ -1,0 +1,93 @@
+// Package config is the broker's and topics' configuration, keyed by
+// Apache Kafka's property names so that a Kafka server.properties, Kafka's
+// tools and DescribeConfigs work unchanged against qk.
+//
+// # Registry
+//
+// One table per resource (registry.go): broker settings and topic
+// configs, each with Kafka's name, type, default, short doc, importance,
+// validator and kind. Defaults are Kafka 3.9's (the last Kafka that runs
+// on ZooKeeper, which qk speaks); where qk differs, the doc says "qk:":
+//
+//	broker.id   0                           Kafka -1 (generated)
+//	listeners   PLAINTEXT://127.0.0.1:9092  Kafka PLAINTEXT://:9092
+//	log.dirs    ./qk-data                   Kafka unset, log.dir /tmp/kafka-logs
+//	segment.bytes, segment.index.bytes minimums follow what broker/log
+//	can store (a v2 batch header, four time-index entries)
+//
+// offsets.topic.replication.factor keeps Kafka's 3; the group coordinator
+// clamps it to the live brokers when it creates __consumer_offsets, so a
+// single node works. Settings qk adds start with "qk." (qk.http.listener).
+//
+// A broker setting can be the cluster default of a topic config
+// (KindTopicDefault: log.retention.ms for retention.ms, message.max.bytes
+// for max.message.bytes); the topic config lists those broker settings as
+// Key.Synonyms, and they are the dynamically alterable (cluster-wide)
+// broker settings. All other broker settings are read-only: read at
+// start-up.
+//
+// # Sources and precedence
+//
+// Later wins:
+//
+//	defaults  <  --config FILE  <  QK_ environment  <  --set key=value
+//
+// Every value remembers its source, which Print shows and error messages
+// name. On a running broker two dynamic layers go on top (Broker.
+// WithDynamic): the cluster-wide default, then this broker's own.
+//
+// The file is Kafka's .properties syntax (java.util.Properties: key=value,
+// key: value or key value; # and ! comments; a trailing backslash continues
+// a line; \t \n \uXXXX escapes), or YAML for .yaml/.yml, either nested
+//
+//	log:
+//	  retention:
+//	    hours: 24
+//
+// or with flat dotted keys (log.retention.hours: 24), or both. A YAML list
+// is a comma-separated list, and a YAML null leaves the setting unset.
+//
+// Viper (1.21, the project's standard) reads the file: qk registers a
+// .properties codec, which viper does not ship, and uses "::" as viper's
+// key delimiter so Kafka's dotted names stay one key each instead of
+// becoming nested maps (nested YAML comes out as log::retention::hours and
+// is turned back into dots). Viper also layers the four sources. Values are
+// then parsed with Kafka's rules (trimmed, decimal, Java int ranges) rather
+// than viper's weak typing, which reads "010" as octal.
+//
+// An environment variable sets a broker setting when its name is QK_ and
+// the setting's name upper-cased with '.' as '_': QK_LOG_DIRS is
+// log.dirs, QK_NUM_IO_THREADS num.io.threads. Variables are matched
+// against the registry's names, not guessed back into dots: no Kafka
+// name contains '_', so the mapping is one-to-one (a test keeps it so).
+//
+// # Validation
+//
+// A key that is not in the registry is a Warning, returned for the caller
+// to log: files written for another Kafka version carry settings qk does
+// not have. An invalid value stops Load with an error that names the key,
+// the value, its source and what is allowed:
+//
+//	config: num.io.threads=abc (from --set): not an int; want an integer ≥ 1
+//
+// Only effective values are checked, so --set can repair a bad file.
+// Cross-setting rules are Kafka's: the resolved retention is -1 or ≥ 1 ms,
+// the roll time ≥ 1 ms, every listener maps to a security protocol (qk
+// serves PLAINTEXT), advertised listeners name listeners, and so on.
+//
+// # Resolved settings
+//
+//	LogRetentionMs   log.retention.ms > log.retention.minutes > log.retention.hours
+//	LogRollMs        log.roll.ms > log.roll.hours
+//	LogRollJitterMs  log.roll.jitter.ms > log.roll.jitter.hours
+//	LogFlushIntervalMs  log.flush.interval.ms > log.flush.scheduler.interval.ms
+//	LogDirs          log.dirs, or log.dir when only log.dir is set
+//
+// # Topics and DescribeConfigs
+//
+// Broker.TopicDefaults gives a topic's configuration without overrides;
+// ResolveTopic applies a topic's overrides and ValidateTopicConfig checks
+// one for CreateTopics and AlterConfigs. DescribeTopic, DescribeBroker and
+// DescribeBrokerDefaults answer DescribeConfigs with Kafka's sources,
+// synonyms and types; Type and ConfigSource use the protocol's numbers.
+package config
