@@ -1,0 +1,115 @@
+//go:build linux
+
+package network
+
+import (
+	"encoding/binary"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// conn is one client connection. All fields but the counters are owned by
+// its processor's goroutine; nothing else touches a conn except to read the
+// counters (Stats) and to hand a completed Request back through the
+// processor's inbox.
+type conn struct {
+	id       uint64
+	fd       int
+	p        *processor
+	listener string
+	remote   net.Addr
+	local    net.Addr
+
+	opened     time.Time
+	lastActive time.Time
+
+	// read side
+	readable     bool     // epoll said readable and no read has hit EAGAIN since
+	size         [4]byte  // size prefix being read
+	sizeN        int      // bytes of size read
+	frame        []byte   // frame being read (nil between frames)
+	frameBuf     *[]byte  // pooled buffer behind frame
+	frameN       int      // bytes of frame read
+	backlog      []byte   // bytes read but not yet framed, kept while muted
+	backlogBuf   *[]byte  // pooled buffer behind backlog
+	backlogOff   int      // framed prefix of backlog
+	parked       *Request // framed, waiting for room in the request queue
+	lastClientID *string
+	inRunnable   bool
+
+	// ordering: requests are numbered in read order; completions wait in
+	// ring (indexed by seq mod len) until every earlier one has been taken.
+	nextSeq  uint64     // seq of the next request read
+	sendSeq  uint64     // seq of the next completion to take from ring
+	ring     []*Request // len = MaxInFlightPerConnection
+	inFlight int        // read, and response not yet fully written
+	closing  bool       // CloseConnection reached: no more reads; close once written
+
+	// write side
+	writable bool  // no write has hit EAGAIN since the last EPOLLOUT
+	segs     []seg // write queue
+	segHead  int
+	inFlush  bool
+
+	closed bool
+
+	requests atomic.Uint64
+	bytesIn  atomic.Uint64
+	bytesOut atomic.Uint64
+}
+
+// seg is a piece of the write queue: bytes, or a file region. The last seg
+// of a response carries its Request, finished when that seg is written.
+type seg struct {
+	b    []byte
+	file File
+	fd   int   // file's descriptor, -1 to copy with ReadAt
+	off  int64 // next file offset to send
+	n    int64 // file bytes left
+	r    *Request
+}
+
+func (c *conn) pendingWrite() bool { return c.segHead < len(c.segs) }
+
+// enqueue appends r's response, with its size prefix, to the write queue.
+func (c *conn) enqueue(r *Request) error {
+	size, err := r.resp.validate()
+	if err != nil {
+		return err
+	}
+	binary.BigEndian.PutUint32(r.size[:], uint32(size))
+	c.segs = append(c.segs, seg{b: r.size[:]})
+	for i := range r.resp.Parts {
+		part := &r.resp.Parts[i]
+		switch {
+		case part.Region.File != nil:
+			if part.Region.Length == 0 {
+				continue
+			}
+			fd := -1
+			if u := part.Region.File.Fd(); u != ^uintptr(0) {
+				fd = int(u)
+			}
+			c.segs = append(c.segs, seg{file: part.Region.File, fd: fd, off: part.Region.Offset, n: part.Region.Length})
+		case len(part.Bytes) > 0:
+			c.segs = append(c.segs, seg{b: part.Bytes})
+		}
+	}
+	c.segs[len(c.segs)-1].r = r
+	return nil
+}
+
+// dropReadState releases a partly read frame, the backlog and a parked
+// request: bytes read from the socket that no handler has seen.
+func (c *conn) dropReadState() {
+	putBuf(c.frameBuf)
+	c.frame, c.frameBuf, c.frameN, c.sizeN = nil, nil, 0, 0
+	putBuf(c.backlogBuf)
+	c.backlog, c.backlogBuf, c.backlogOff = nil, nil, 0
+	if c.parked != nil {
+		c.inFlight--
+		c.parked.release(ErrServerClosed)
+		c.parked = nil
+	}
+}

@@ -1,0 +1,828 @@
+//go:build linux
+
+package network
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// readBufSize is the processor's shared read buffer. Frames that fit are
+	// copied out of it into their own pooled buffer; the rest of a frame
+	// larger than this is read straight into the frame's buffer.
+	readBufSize = 64 << 10
+	// readsPerTurn bounds the reads from one connection per loop turn, so a
+	// client that keeps its socket full cannot starve the others.
+	readsPerTurn = 8
+	// writeBytesPerTurn bounds the bytes written to one connection per turn
+	// for the same reason (a large sendfile region to a fast reader).
+	writeBytesPerTurn = 4 << 20
+	// maxIovecs is Linux's IOV_MAX.
+	maxIovecs = 1024
+	// copyChunk is the buffer for file regions of files without a descriptor.
+	copyChunk = 64 << 10
+	// epollEvents is the size of the event array per epoll_wait.
+	epollEvents = 256
+	// connEvents are registered once per connection, edge-triggered.
+	connEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
+)
+
+// processor owns a share of the connections and does all their I/O on one
+// goroutine, blocked in epoll_wait when there is nothing to do (Kafka's
+// Processor). Other goroutines talk to it only through its inbox (new
+// connections, completed requests, queue-room and stop notices), guarded by
+// mu, and wake it by writing to its eventfd.
+type processor struct {
+	id   int
+	srv  *Server
+	lg   *slog.Logger
+	epfd int
+	evfd int
+	done chan struct{} // closed when run returns
+
+	// inbox, guarded by mu
+	mu          sync.Mutex
+	signaled    bool // an eventfd write is pending
+	newConns    []*conn
+	completions []*Request
+	hasRoom     bool // the request queue has room again
+	stop        bool // graceful shutdown requested
+	force       bool // forced shutdown requested
+	exited      bool // run returned; completions are dropped by the caller
+
+	// owned by the processor goroutine
+	conns        map[int32]*conn
+	events       []unix.EpollEvent
+	rbuf         []byte
+	cbuf         []byte // copy path for files without descriptor
+	iov          [][]byte
+	inbox        []*Request // swapped with completions
+	runnable     []*conn    // connections with reading to do
+	runSpare     []*conn
+	flushList    []*conn // connections with writing to do
+	flushSpare   []*conn
+	queueBlocked bool // the request queue was full at the last push
+	draining     bool // graceful shutdown: no more reads
+	now          time.Time
+	nextIdle     time.Time
+
+	// statistics, for Server.Stats
+	statsMu       sync.Mutex
+	live          map[uint64]*conn
+	accepted      uint64
+	closed        uint64
+	closedTotals  counters // counters of closed connections
+	writesBlocked atomic.Uint64
+}
+
+type counters struct {
+	requests, bytesIn, bytesOut uint64
+}
+
+func newProcessor(id int, s *Server) (*processor, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("network: processor %d: epoll_create1: %w", id, err)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("network: processor %d: eventfd: %w", id, err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(evfd)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &ev); err != nil {
+		unix.Close(evfd)
+		unix.Close(epfd)
+		return nil, fmt.Errorf("network: processor %d: register eventfd: %w", id, err)
+	}
+	return &processor{
+		id:     id,
+		srv:    s,
+		lg:     s.lg.With("processor", id),
+		epfd:   epfd,
+		evfd:   evfd,
+		done:   make(chan struct{}),
+		conns:  make(map[int32]*conn),
+		events: make([]unix.EpollEvent, epollEvents),
+		rbuf:   make([]byte, readBufSize),
+		live:   make(map[uint64]*conn),
+	}, nil
+}
+
+// closeFds releases the descriptors of a processor that never ran.
+func (p *processor) closeFds() {
+	unix.Close(p.evfd)
+	unix.Close(p.epfd)
+}
+
+// signalLocked wakes the processor; p.mu must be held, so the eventfd is
+// never written after run has closed it.
+func (p *processor) signalLocked() {
+	if p.signaled {
+		return
+	}
+	p.signaled = true
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	for {
+		_, err := unix.Write(p.evfd, one[:])
+		if err != unix.EINTR {
+			return // EAGAIN means the counter is already non-zero
+		}
+	}
+}
+
+// addConn hands a new connection to the processor (acceptor goroutine).
+func (p *processor) addConn(c *conn) {
+	p.mu.Lock()
+	if p.stop || p.force || p.exited {
+		p.mu.Unlock()
+		unix.Close(c.fd)
+		return
+	}
+	p.newConns = append(p.newConns, c)
+	p.signalLocked()
+	p.mu.Unlock()
+}
+
+// complete hands a completed request to its processor (any goroutine).
+func (p *processor) complete(r *Request) {
+	p.mu.Lock()
+	if p.exited {
+		p.mu.Unlock()
+		r.release(ErrServerClosed)
+		return
+	}
+	p.completions = append(p.completions, r)
+	p.signalLocked()
+	p.mu.Unlock()
+}
+
+// queueHasRoom is called by a handler, under the queue's lock, when it took a
+// request from the queue this processor found full.
+func (p *processor) queueHasRoom() {
+	p.mu.Lock()
+	if !p.exited {
+		p.hasRoom = true
+		p.signalLocked()
+	}
+	p.mu.Unlock()
+}
+
+// requestStop asks the processor to drain (graceful) or to close everything
+// now (force).
+func (p *processor) requestStop(force bool) {
+	p.mu.Lock()
+	if !p.exited {
+		p.stop = true
+		p.force = p.force || force
+		p.signalLocked()
+	}
+	p.mu.Unlock()
+}
+
+// run is the processor's event loop.
+func (p *processor) run() {
+	defer p.exit()
+	idle := p.srv.cfg.ConnectionsMaxIdle
+	p.now = time.Now()
+	if idle > 0 {
+		p.nextIdle = p.now.Add(idleCheckInterval(idle))
+	}
+	for {
+		n, err := unix.EpollWait(p.epfd, p.events, p.pollTimeout())
+		if err != nil && err != unix.EINTR {
+			p.lg.Error("epoll_wait failed; closing the processor's connections", "err", err)
+			return
+		}
+		p.now = time.Now()
+		woken := false
+		for _, ev := range p.events[:max(n, 0)] {
+			if ev.Fd == int32(p.evfd) {
+				woken = true
+				continue
+			}
+			c := p.conns[ev.Fd]
+			if c == nil {
+				continue // closed earlier in this batch
+			}
+			if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				c.readable = true
+				if p.wantsRead(c) {
+					p.markRunnable(c)
+				}
+			}
+			if ev.Events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+				c.writable = true
+				if c.pendingWrite() {
+					p.markFlush(c)
+				}
+			}
+		}
+		if woken && p.drainInbox() {
+			return
+		}
+		p.runReads()
+		p.flushAll()
+		if idle > 0 && !p.now.Before(p.nextIdle) {
+			p.closeIdle(idle)
+			p.nextIdle = p.now.Add(idleCheckInterval(idle))
+		}
+		if p.draining && len(p.conns) == 0 {
+			return
+		}
+	}
+}
+
+// idleCheckInterval is how often connections are checked for idleness: a
+// tenth of the limit, between 1 ms and 1 s.
+func idleCheckInterval(idle time.Duration) time.Duration {
+	return min(max(idle/10, time.Millisecond), time.Second)
+}
+
+// pollTimeout is the epoll_wait timeout in milliseconds: 0 when there is
+// work left from the last turn, else until the next idle check, else forever.
+func (p *processor) pollTimeout() int {
+	if len(p.flushList) > 0 || (len(p.runnable) > 0 && !p.queueBlocked && !p.draining) {
+		return 0
+	}
+	if p.nextIdle.IsZero() {
+		return -1
+	}
+	d := p.nextIdle.Sub(time.Now())
+	if d <= 0 {
+		return 0
+	}
+	return int((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// drainInbox reads the eventfd and applies what other goroutines queued.
+// It reports whether the processor must exit now (forced stop).
+func (p *processor) drainInbox() bool {
+	var b [8]byte
+	for {
+		_, err := unix.Read(p.evfd, b[:])
+		if err != unix.EINTR {
+			break
+		}
+	}
+	p.mu.Lock()
+	p.signaled = false
+	newConns := p.newConns
+	p.newConns = nil
+	p.inbox, p.completions = p.completions, p.inbox[:0]
+	hasRoom, stop, force := p.hasRoom, p.stop, p.force
+	p.hasRoom = false
+	p.mu.Unlock()
+
+	if force {
+		for _, c := range newConns {
+			unix.Close(c.fd)
+		}
+		for _, r := range p.inbox {
+			r.release(ErrServerClosed)
+		}
+		clear(p.inbox)
+		return true
+	}
+	for _, c := range newConns {
+		p.register(c)
+	}
+	for i, r := range p.inbox {
+		p.deliver(r)
+		p.inbox[i] = nil
+	}
+	if hasRoom {
+		p.queueBlocked = false
+	}
+	if stop && !p.draining {
+		p.startDraining()
+	}
+	return false
+}
+
+// register adds a new connection to the epoll set.
+func (p *processor) register(c *conn) {
+	if p.draining {
+		unix.Close(c.fd)
+		return
+	}
+	ev := unix.EpollEvent{Events: connEvents, Fd: int32(c.fd)}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
+		p.lg.Warn("cannot register connection", "listener", c.listener, "remote", addrString(c.remote), "err", err)
+		unix.Close(c.fd)
+		return
+	}
+	c.p = p
+	c.ring = make([]*Request, p.srv.cfg.MaxInFlightPerConnection)
+	c.opened, c.lastActive = p.now, p.now
+	// A new socket may already hold data: edge-triggered epoll reports it on
+	// registration, but reading once costs at most an EAGAIN.
+	c.readable, c.writable = true, true
+	p.conns[int32(c.fd)] = c
+	p.statsMu.Lock()
+	p.live[c.id] = c
+	p.accepted++
+	p.statsMu.Unlock()
+	p.markRunnable(c)
+	p.lg.Debug("connection accepted", "listener", c.listener, "remote", addrString(c.remote), "conn", c.id)
+}
+
+// startDraining begins a graceful stop: no more reads; frames read but not
+// yet queued for a handler are dropped; connections close once their
+// in-flight requests are answered.
+func (p *processor) startDraining() {
+	p.draining = true
+	p.nextIdle = time.Time{}
+	for _, c := range p.conns {
+		c.dropReadState()
+		p.maybeClose(c)
+	}
+}
+
+// markRunnable queues c for reading in this or the next turn.
+func (p *processor) markRunnable(c *conn) {
+	if !c.inRunnable {
+		c.inRunnable = true
+		p.runnable = append(p.runnable, c)
+	}
+}
+
+// markFlush queues c for writing at the end of this turn.
+func (p *processor) markFlush(c *conn) {
+	if !c.inFlush {
+		c.inFlush = true
+		p.flushList = append(p.flushList, c)
+	}
+}
+
+// wantsRead reports whether c has reading to do that it may do now, ignoring
+// the processor-wide stops (full request queue, draining).
+func (p *processor) wantsRead(c *conn) bool {
+	if c.closed || c.closing {
+		return false
+	}
+	if c.parked != nil {
+		return true
+	}
+	return c.inFlight < len(c.ring) && (c.readable || c.backlog != nil)
+}
+
+// canRead reports whether more bytes of c may be read and framed now.
+func (p *processor) canRead(c *conn) bool {
+	return !c.closed && !c.closing && c.parked == nil && c.inFlight < len(c.ring) &&
+		!p.queueBlocked && !p.draining
+}
+
+// runReads services the runnable connections once each. While the request
+// queue is full (or the server drains) they stay queued, unread.
+func (p *processor) runReads() {
+	list := p.runnable
+	p.runnable = p.runSpare[:0]
+	for _, c := range list {
+		c.inRunnable = false
+		if c.closed {
+			continue
+		}
+		if !p.queueBlocked && !p.draining {
+			p.serviceRead(c)
+		}
+		if p.wantsRead(c) {
+			p.markRunnable(c)
+		}
+	}
+	clear(list)
+	p.runSpare = list[:0]
+}
+
+// serviceRead queues c's parked request, frames its backlog, then reads from
+// its socket, until it runs out of bytes, hits a stop, or its turn ends.
+func (p *processor) serviceRead(c *conn) {
+	if c.parked != nil {
+		if !p.push(c.parked) {
+			return
+		}
+		c.parked = nil
+	}
+	if c.backlog != nil {
+		c.backlogOff += p.consume(c, c.backlog[c.backlogOff:])
+		if c.closed {
+			return
+		}
+		if c.backlogOff < len(c.backlog) {
+			return
+		}
+		putBuf(c.backlogBuf)
+		c.backlog, c.backlogBuf, c.backlogOff = nil, nil, 0
+	}
+	for range readsPerTurn {
+		if !c.readable || !p.canRead(c) {
+			return
+		}
+		buf, direct := p.rbuf, false
+		if c.frame != nil && len(c.frame)-c.frameN >= len(p.rbuf) {
+			buf, direct = c.frame[c.frameN:], true
+		}
+		n, err := unix.Read(c.fd, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			c.readable = false
+			return
+		case err != nil:
+			p.closeConn(c, "read failed", err)
+			return
+		case n == 0:
+			p.closeConn(c, "peer closed the connection", nil)
+			return
+		}
+		c.bytesIn.Add(uint64(n))
+		c.lastActive = p.now
+		if direct {
+			c.frameN += n
+			if c.frameN == len(c.frame) {
+				p.frameDone(c)
+			}
+			continue
+		}
+		used := p.consume(c, buf[:n])
+		if c.closed {
+			return
+		}
+		if used < n {
+			// Muted mid-buffer: keep the rest for later.
+			c.backlogBuf = getBuf(n - used)
+			c.backlog = *c.backlogBuf
+			copy(c.backlog, buf[used:n])
+			return
+		}
+	}
+}
+
+// consume frames bytes read from c and returns how many it used; it stops
+// early when c may not read on (in-flight bound, full queue, closed).
+func (p *processor) consume(c *conn, data []byte) int {
+	i := 0
+	for i < len(data) && p.canRead(c) {
+		if c.frame == nil {
+			k := copy(c.size[c.sizeN:], data[i:])
+			c.sizeN += k
+			i += k
+			if c.sizeN < len(c.size) {
+				break
+			}
+			c.sizeN = 0
+			size := int32(binary.BigEndian.Uint32(c.size[:]))
+			limit := p.srv.cfg.SocketRequestMaxBytes
+			if size < 0 || size > limit {
+				p.lg.Warn("closing connection: request size outside 0..socket.request.max.bytes",
+					"listener", c.listener, "remote", addrString(c.remote), "size", size, "limit", limit)
+				p.closeConn(c, "", nil)
+				return i
+			}
+			if size < minFrameSize {
+				p.lg.Warn("closing connection: request shorter than a request header",
+					"listener", c.listener, "remote", addrString(c.remote), "size", size, "min", minFrameSize)
+				p.closeConn(c, "", nil)
+				return i
+			}
+			c.frameBuf = getBuf(int(size))
+			c.frame = *c.frameBuf
+			c.frameN = 0
+		}
+		k := copy(c.frame[c.frameN:], data[i:])
+		c.frameN += k
+		i += k
+		if c.frameN == len(c.frame) {
+			p.frameDone(c)
+		}
+	}
+	return i
+}
+
+// frameDone turns c's complete frame into a Request and queues it.
+func (p *processor) frameDone(c *conn) {
+	r := &Request{
+		Frame:      c.frame,
+		Listener:   c.listener,
+		ConnID:     c.id,
+		RemoteAddr: c.remote,
+		LocalAddr:  c.local,
+		ReceivedAt: p.now,
+		conn:       c,
+		buf:        c.frameBuf,
+	}
+	c.frame, c.frameBuf, c.frameN = nil, nil, 0
+	if err := parseHeader(r, r.Frame, c.lastClientID); err != nil {
+		p.lg.Warn("closing connection: malformed request header",
+			"listener", c.listener, "remote", addrString(c.remote), "size", len(r.Frame), "err", err)
+		putBuf(r.buf)
+		p.closeConn(c, "", nil)
+		return
+	}
+	if r.ClientID != nil {
+		c.lastClientID = r.ClientID
+	}
+	r.seq = c.nextSeq
+	c.nextSeq++
+	c.inFlight++
+	c.requests.Add(1)
+	if !p.push(r) {
+		c.parked = r
+	}
+}
+
+// push queues r for the handlers; false means the queue is full and the
+// processor stops reading until a handler makes room.
+func (p *processor) push(r *Request) bool {
+	if p.queueBlocked {
+		return false
+	}
+	if !p.srv.queue.push(p, r) {
+		p.queueBlocked = true
+		return false
+	}
+	return true
+}
+
+// deliver takes a completed request: it goes into c's reorder ring, and
+// every completion that is next in request order moves on (to the write
+// queue, or straight out for NoResponse and CloseConnection).
+func (p *processor) deliver(r *Request) {
+	c := r.conn
+	if c.closed {
+		r.release(ErrConnectionClosed)
+		return
+	}
+	c.ring[r.seq%uint64(len(c.ring))] = r
+	for {
+		i := c.sendSeq % uint64(len(c.ring))
+		r := c.ring[i]
+		if r == nil {
+			break
+		}
+		c.ring[i] = nil
+		c.sendSeq++
+		if c.closing {
+			c.inFlight--
+			r.release(ErrConnectionClosed)
+			continue
+		}
+		switch r.kind {
+		case completeRespond:
+			if err := c.enqueue(r); err != nil {
+				p.lg.Error("closing connection: handler returned an invalid response",
+					"listener", c.listener, "remote", addrString(c.remote), "api_key", r.ApiKey, "err", err)
+				c.inFlight--
+				r.release(fmt.Errorf("%w: %w", ErrInvalidResponse, err))
+				c.closing = true
+				continue
+			}
+			p.markFlush(c)
+		case completeNoResponse:
+			c.inFlight--
+			r.release(nil)
+		case completeClose:
+			c.inFlight--
+			r.release(nil)
+			c.closing = true
+			p.lg.Debug("closing connection at the handler's request", "listener", c.listener,
+				"remote", addrString(c.remote), "api_key", r.ApiKey)
+		}
+	}
+	if p.maybeClose(c) {
+		return
+	}
+	if p.wantsRead(c) {
+		p.markRunnable(c)
+	}
+}
+
+// maybeClose closes c if it has finished: CloseConnection reached with
+// everything before it written, or draining with nothing in flight.
+func (p *processor) maybeClose(c *conn) bool {
+	if c.closed {
+		return true
+	}
+	if c.pendingWrite() {
+		return false
+	}
+	if c.closing || (p.draining && c.inFlight == 0) {
+		p.closeConn(c, "", nil)
+		return true
+	}
+	return false
+}
+
+// flushAll writes to the connections queued for writing.
+func (p *processor) flushAll() {
+	list := p.flushList
+	p.flushList = p.flushSpare[:0]
+	for _, c := range list {
+		c.inFlush = false
+		if !c.closed {
+			p.flush(c)
+		}
+	}
+	clear(list)
+	p.flushSpare = list[:0]
+}
+
+// flush writes c's queued responses until the socket is full, the queue is
+// empty or the turn's byte budget is spent. Runs of byte parts go out with
+// one writev; file regions with sendfile.
+func (p *processor) flush(c *conn) {
+	budget := writeBytesPerTurn
+	for c.writable && c.pendingWrite() {
+		if budget <= 0 {
+			p.markFlush(c) // continue next turn
+			return
+		}
+		s := &c.segs[c.segHead]
+		var n int
+		var err error
+		if s.file != nil {
+			n, err = p.sendFile(c, s)
+		} else {
+			iov := p.iov[:0]
+			for j := c.segHead; j < len(c.segs) && c.segs[j].file == nil && len(iov) < maxIovecs; j++ {
+				iov = append(iov, c.segs[j].b)
+			}
+			n, err = unix.Writev(c.fd, iov)
+			clear(iov)
+			p.iov = iov[:0]
+		}
+		if n > 0 {
+			budget -= n
+			c.bytesOut.Add(uint64(n))
+			c.lastActive = p.now
+			p.advance(c, n)
+			if c.closed {
+				return
+			}
+		}
+		switch {
+		case err == nil, err == unix.EINTR:
+		case err == unix.EAGAIN:
+			c.writable = false
+			p.writesBlocked.Add(1)
+		case errors.Is(err, errShortFile):
+			p.lg.Warn("closing connection: file region beyond the end of its file",
+				"listener", c.listener, "remote", addrString(c.remote), "err", err)
+			p.closeConn(c, "", nil)
+			return
+		default:
+			p.closeConn(c, "write failed", err)
+			return
+		}
+	}
+	if !c.pendingWrite() {
+		c.segs = c.segs[:0]
+		c.segHead = 0
+		p.maybeClose(c)
+	}
+}
+
+var errShortFile = errors.New("network: file shorter than its region")
+
+// sendFile sends from the file region at the head of c's write queue.
+func (p *processor) sendFile(c *conn, s *seg) (int, error) {
+	if s.fd >= 0 {
+		off := s.off
+		n, err := unix.Sendfile(c.fd, s.fd, &off, int(min(s.n, 1<<30)))
+		if n < 0 {
+			n = 0
+		}
+		if n == 0 && err == nil {
+			return 0, fmt.Errorf("%w: nothing to send at offset %d", errShortFile, s.off)
+		}
+		return n, err
+	}
+	// No descriptor: read a chunk and write it. Bytes the socket does not
+	// take are read again next time (ReadAt is positional).
+	if p.cbuf == nil {
+		p.cbuf = make([]byte, copyChunk)
+	}
+	k := int(min(s.n, int64(len(p.cbuf))))
+	m, err := s.file.ReadAt(p.cbuf[:k], s.off)
+	if m < k {
+		return 0, fmt.Errorf("%w: read %d of %d bytes at offset %d: %v", errShortFile, m, k, s.off, err)
+	}
+	n, err := unix.Write(c.fd, p.cbuf[:k])
+	return max(n, 0), err
+}
+
+// advance consumes n written bytes from c's write queue, finishing the
+// responses whose last byte went out.
+func (p *processor) advance(c *conn, n int) {
+	for n > 0 {
+		s := &c.segs[c.segHead]
+		if s.file != nil {
+			k := min(int64(n), s.n)
+			s.off += k
+			s.n -= k
+			n -= int(k)
+			if s.n > 0 {
+				return
+			}
+		} else {
+			k := min(n, len(s.b))
+			s.b = s.b[k:]
+			n -= k
+			if len(s.b) > 0 {
+				return
+			}
+		}
+		r := s.r
+		*s = seg{}
+		c.segHead++
+		if r != nil {
+			c.inFlight--
+			r.release(nil)
+			if p.wantsRead(c) {
+				p.markRunnable(c)
+			}
+		}
+	}
+}
+
+// closeIdle closes connections with nothing in flight and no traffic for
+// the idle limit.
+func (p *processor) closeIdle(idle time.Duration) {
+	for _, c := range p.conns {
+		if c.inFlight == 0 && !c.pendingWrite() && p.now.Sub(c.lastActive) >= idle {
+			p.lg.Debug("closing idle connection", "listener", c.listener, "remote", addrString(c.remote),
+				"idle", p.now.Sub(c.lastActive))
+			p.closeConn(c, "", nil)
+		}
+	}
+}
+
+// closeConn closes c and drops what it holds. reason, when not empty, is
+// logged at Debug with err (routine closes); protocol errors are logged by
+// the caller.
+func (p *processor) closeConn(c *conn, reason string, err error) {
+	if c.closed {
+		return
+	}
+	if reason != "" {
+		p.lg.Debug("connection closed: "+reason, "listener", c.listener, "remote", addrString(c.remote), "err", err)
+	}
+	c.closed = true
+	// Statistics first, so that a peer that sees the close sees it counted.
+	p.statsMu.Lock()
+	delete(p.live, c.id)
+	p.closed++
+	p.closedTotals.requests += c.requests.Load()
+	p.closedTotals.bytesIn += c.bytesIn.Load()
+	p.closedTotals.bytesOut += c.bytesOut.Load()
+	p.statsMu.Unlock()
+	delete(p.conns, int32(c.fd))
+	// Closing the descriptor also removes it from the epoll set.
+	unix.Close(c.fd)
+	c.fd = -1
+	c.dropReadState()
+	for i, r := range c.ring {
+		if r != nil {
+			r.release(ErrConnectionClosed)
+			c.ring[i] = nil
+		}
+	}
+	for i := c.segHead; i < len(c.segs); i++ {
+		if r := c.segs[i].r; r != nil {
+			r.release(ErrConnectionClosed)
+		}
+	}
+	clear(c.segs)
+	c.segs, c.segHead = nil, 0
+}
+
+// exit closes every connection and the processor's descriptors. Completions
+// that arrive afterwards are dropped by Request.complete.
+func (p *processor) exit() {
+	for _, c := range p.conns {
+		p.closeConn(c, "server stopped", nil)
+	}
+	p.mu.Lock()
+	p.exited = true
+	newConns, completions := p.newConns, p.completions
+	p.newConns, p.completions = nil, nil
+	p.mu.Unlock()
+	for _, c := range newConns {
+		unix.Close(c.fd)
+	}
+	for _, r := range completions {
+		r.release(ErrServerClosed)
+	}
+	p.closeFds()
+	close(p.done)
+}

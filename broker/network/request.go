@@ -1,0 +1,230 @@
+//go:build linux
+
+package network
+
+import (
+	"errors"
+	"io"
+	"math"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+// Sentinel errors passed to Response.Done when a response is dropped
+// instead of written.
+var (
+	// ErrConnectionClosed: the connection closed (by the peer, a protocol
+	// error, an idle timeout or CloseConnection) before the response was written.
+	ErrConnectionClosed = errors.New("network: connection closed")
+	// ErrServerClosed: the server shut down before the response was written.
+	ErrServerClosed = errors.New("network: server closed")
+	// ErrAlreadyCompleted: Respond, NoResponse or CloseConnection had already
+	// been called on the request; the later response is ignored.
+	ErrAlreadyCompleted = errors.New("network: request already completed")
+	// ErrInvalidResponse: the response is malformed (negative region, size over
+	// 2 GiB); its connection is closed.
+	ErrInvalidResponse = errors.New("network: invalid response")
+)
+
+// Handler handles requests. Handle is called on one of the NumIOThreads
+// handler goroutines. It must eventually call exactly one of r.Respond,
+// r.NoResponse or r.CloseConnection, possibly later from another goroutine
+// (delayed operations such as acks=-1 produce or long-poll fetch); until it
+// does, the request counts against the connection's in-flight bound and
+// Shutdown waits for it. A panic in Handle is recovered, logged at Error and
+// closes the connection.
+type Handler interface {
+	Handle(r *Request)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(r *Request)
+
+// Handle calls f(r).
+func (f HandlerFunc) Handle(r *Request) { f(r) }
+
+// Request is one request frame read from a connection, with its header
+// fields decoded.
+type Request struct {
+	ApiKey        int16
+	ApiVersion    int16
+	CorrelationID int32
+	// ClientID is the header's nullable client id; nil for a null client id
+	// and for request header v0 (ControlledShutdown v0), which has none.
+	ClientID *string
+	// Frame is the whole request after the 4-byte size: header and body.
+	// It lives in a pooled buffer that the network layer reuses once the
+	// response has been written (or, for NoResponse and CloseConnection,
+	// once that completion is processed). So a Response may reference bytes
+	// of Frame, but nothing — including strings decoded without copying, such
+	// as kmsg's UnsafeReadFrom — may keep Frame's bytes beyond Respond.
+	Frame []byte
+	// HeaderSize is the number of bytes of Frame taken by the header fields
+	// above: 8 for header v0, 10 + len(client id) for v1 and v2. The network
+	// layer does not know which API versions are flexible, so for those the
+	// header's tagged fields (header v2) start at Frame[HeaderSize] and the
+	// body after them; the API layer, which owns the version table, skips them.
+	HeaderSize int
+	// Listener is the Name of the listener that accepted the connection.
+	Listener string
+	// ConnID identifies the connection, unique within the Server.
+	ConnID     uint64
+	RemoteAddr net.Addr
+	LocalAddr  net.Addr
+	// ReceivedAt is when the processor woke up to read the request's last bytes.
+	ReceivedAt time.Time
+
+	conn  *conn
+	seq   uint64  // position in the connection's request order
+	buf   *[]byte // pooled buffer behind Frame
+	state atomic.Uint32
+	kind  completion
+	resp  *Response
+	size  [4]byte // size prefix of the response
+}
+
+type completion uint8
+
+const (
+	completeRespond completion = iota + 1
+	completeNoResponse
+	completeClose
+)
+
+// Respond sends resp on the request's connection. Responses leave a
+// connection in request order: resp is written after the responses of all
+// earlier requests of the connection. The network layer writes the 4-byte
+// size prefix (the sum of the part lengths); resp holds the response header
+// and body only. resp, its Parts and the memory and files they reference are
+// owned by the network layer until resp.Done is called: they must not be
+// modified or reused before then. A nil resp is NoResponse.
+//
+// Respond may be called from any goroutine, once; later calls (of Respond,
+// NoResponse or CloseConnection) are ignored, and their resp.Done is called
+// with ErrAlreadyCompleted.
+func (r *Request) Respond(resp *Response) {
+	if resp == nil {
+		r.complete(completeNoResponse, nil)
+		return
+	}
+	r.complete(completeRespond, resp)
+}
+
+// NoResponse completes the request without writing anything (acks=0
+// produce). The connection's ordering advances past it.
+func (r *Request) NoResponse() { r.complete(completeNoResponse, nil) }
+
+// CloseConnection closes the request's connection once the responses of all
+// earlier requests of the connection have been written (a protocol error).
+// Responses of later requests are dropped.
+func (r *Request) CloseConnection() { r.complete(completeClose, nil) }
+
+func (r *Request) complete(k completion, resp *Response) {
+	if !r.state.CompareAndSwap(0, 1) {
+		if resp != nil && resp.Done != nil {
+			resp.Done(ErrAlreadyCompleted)
+		}
+		if r.conn != nil {
+			r.conn.p.lg.Warn("request completed twice", "listener", r.Listener, "remote", addrString(r.RemoteAddr),
+				"api_key", r.ApiKey, "correlation_id", r.CorrelationID)
+		}
+		return
+	}
+	r.kind, r.resp = k, resp
+	r.conn.p.complete(r)
+}
+
+// release returns the frame buffer to the pool and reports the outcome to
+// the response's Done. It is called exactly once per request.
+func (r *Request) release(err error) {
+	putBuf(r.buf)
+	r.buf, r.Frame = nil, nil
+	if r.resp != nil && r.resp.Done != nil {
+		r.resp.Done(err)
+	}
+}
+
+// Response is a response without its 4-byte size prefix: the response header
+// and body, as a list of parts written back to back.
+type Response struct {
+	Parts []Part
+	// Done, if not nil, is called exactly once, on a processor goroutine or
+	// within Respond: with nil once the last byte has been handed to the
+	// kernel, or with the reason the response was dropped. It must not block.
+	// Use it to release what the parts reference (buffers, file handles).
+	Done func(err error)
+}
+
+// Len is the response size, the value of its size prefix.
+func (r *Response) Len() int64 {
+	var n int64
+	for i := range r.Parts {
+		n += r.Parts[i].Len()
+	}
+	return n
+}
+
+// Part is a piece of a response: Bytes, or — when Region.File is not nil —
+// a region of a file sent with sendfile(2).
+type Part struct {
+	Bytes  []byte
+	Region FileRegion
+}
+
+// Len is the number of bytes the part contributes.
+func (p *Part) Len() int64 {
+	if p.Region.File != nil {
+		return p.Region.Length
+	}
+	return int64(len(p.Bytes))
+}
+
+// FileRegion is Length bytes of File starting at Offset. The bytes are sent
+// with sendfile(2) from File's descriptor, so they go from the page cache to
+// the socket without a copy through user space. A File without a descriptor
+// (Fd returns ^uintptr(0), as vfs.Mem files do) is copied with ReadAt
+// instead. The file must stay open, and the region's bytes unchanged, until
+// the response's Done is called: sendfile uses the descriptor number.
+type FileRegion struct {
+	File   File
+	Offset int64
+	Length int64
+}
+
+// File is the file of a FileRegion. vfs.File and *os.File satisfy it.
+type File interface {
+	io.ReaderAt
+	// Fd returns the operating-system descriptor, or ^uintptr(0) if the
+	// file has none.
+	Fd() uintptr
+}
+
+// validate checks a response before it is queued for writing and returns its
+// size.
+func (r *Response) validate() (int32, error) {
+	var n int64
+	for i := range r.Parts {
+		p := &r.Parts[i]
+		if p.Region.File != nil {
+			if len(p.Bytes) != 0 {
+				return 0, errors.New("part has both bytes and a file region")
+			}
+			if p.Region.Offset < 0 || p.Region.Length < 0 {
+				return 0, errors.New("file region with negative offset or length")
+			}
+		}
+		n += p.Len()
+		if n > math.MaxInt32 {
+			return 0, errors.New("response larger than 2 GiB")
+		}
+	}
+	return int32(n), nil
+}
+
+func addrString(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	return a.String()
+}

@@ -1,0 +1,333 @@
+//go:build linux
+
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Server is the network layer of a broker: acceptors, processors, the
+// request queue and the handler pool. See the package documentation.
+type Server struct {
+	cfg     Config
+	handler Handler
+	lg      *slog.Logger
+
+	mu        sync.Mutex // guards state, listeners, addrs
+	state     int
+	listeners []net.Listener
+	addrs     []net.Addr
+
+	procs      []*processor
+	queue      *requestQueue
+	nextProc   atomic.Uint64
+	nextConnID atomic.Uint64
+	stopAccept chan struct{}
+
+	wg             sync.WaitGroup // every goroutine of the server
+	acceptWG       sync.WaitGroup // acceptors
+	handlersLeft   atomic.Int32
+	handlersExited chan struct{}
+}
+
+const (
+	stateNew = iota
+	stateStarted
+	stateStopped
+)
+
+// New validates cfg and returns a server that calls h for every request.
+// Nothing is bound until Start.
+func New(cfg Config, h Handler) (*Server, error) {
+	if h == nil {
+		return nil, errors.New("network: nil handler")
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{
+		cfg:            cfg,
+		handler:        h,
+		lg:             cfg.Logger.With("component", "network"),
+		stopAccept:     make(chan struct{}),
+		handlersExited: make(chan struct{}),
+	}, nil
+}
+
+// Start binds the listeners and starts the acceptors, processors and
+// handlers. If a listener cannot be bound, nothing is left running.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateNew {
+		return errors.New("network: server already started")
+	}
+	procs := make([]*processor, 0, s.cfg.NumNetworkThreads)
+	listeners := make([]net.Listener, 0, len(s.cfg.Listeners))
+	fail := func(err error) error {
+		for _, l := range listeners {
+			l.Close()
+		}
+		for _, p := range procs {
+			p.closeFds()
+		}
+		return err
+	}
+	for i := range s.cfg.NumNetworkThreads {
+		p, err := newProcessor(i, s)
+		if err != nil {
+			return fail(err)
+		}
+		procs = append(procs, p)
+	}
+	for _, l := range s.cfg.Listeners {
+		ln, err := s.listen(l)
+		if err != nil {
+			return fail(err)
+		}
+		listeners = append(listeners, ln)
+	}
+	s.procs = procs
+	s.listeners = listeners
+	s.queue = newRequestQueue(s.cfg.QueuedMaxRequests)
+	s.state = stateStarted
+	for _, p := range procs {
+		s.wg.Go(p.run)
+	}
+	s.handlersLeft.Store(int32(s.cfg.NumIOThreads))
+	for range s.cfg.NumIOThreads {
+		s.wg.Go(s.runHandler)
+	}
+	for i, ln := range listeners {
+		name := s.cfg.Listeners[i].Name
+		s.addrs = append(s.addrs, ln.Addr())
+		s.acceptWG.Add(1)
+		s.wg.Go(func() {
+			defer s.acceptWG.Done()
+			s.accept(ln, name)
+		})
+		s.lg.Info("listening", "listener", name, "addr", ln.Addr().String())
+	}
+	return nil
+}
+
+// listen binds one listener. SO_RCVBUF is set before listen(2) so that
+// accepted sockets inherit it with a matching TCP window scale.
+func (s *Server) listen(l Listener) (net.Listener, error) {
+	lc := net.ListenConfig{}
+	if rcv := s.cfg.SocketReceiveBufferBytes; rcv > 0 {
+		lc.Control = func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			if err := rc.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, rcv)
+			}); err != nil {
+				return err
+			}
+			return serr
+		}
+	}
+	addr := net.JoinHostPort(l.Host, strconv.Itoa(l.Port))
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("network: listener %s: %w", l.Name, err)
+	}
+	return ln, nil
+}
+
+// Addrs returns the bound address of each listener, in Config order, once
+// Start has returned.
+func (s *Server) Addrs() []net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]net.Addr(nil), s.addrs...)
+}
+
+// accept is the acceptor of one listener. It uses the net package's
+// listener, so accept(2) waits in Go's poller and Close wakes it, then takes
+// the socket out of Go's hands: it duplicates the descriptor and closes the
+// net.Conn, which deregisters the original from Go's poller. The duplicate,
+// non-blocking and close-on-exec, belongs to a processor from then on.
+func (s *Server) accept(ln net.Listener, name string) {
+	backoff := time.Duration(0)
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// EMFILE, ENFILE, ENOBUFS...: wait and retry rather than spin.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.lg.Warn("accept failed", "listener", name, "err", err, "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.stopAccept:
+				t.Stop()
+				return
+			}
+			continue
+		}
+		backoff = 0
+		c, err := s.adopt(nc, name)
+		if err != nil {
+			s.lg.Warn("cannot adopt connection", "listener", name, "remote", addrString(nc.RemoteAddr()), "err", err)
+			continue
+		}
+		p := s.procs[(s.nextProc.Add(1)-1)%uint64(len(s.procs))]
+		p.addConn(c)
+	}
+}
+
+// adopt sets the socket options of an accepted connection and takes its
+// descriptor; nc is closed in every case.
+func (s *Server) adopt(nc net.Conn, name string) (*conn, error) {
+	defer nc.Close()
+	tc, ok := nc.(*net.TCPConn)
+	if !ok {
+		return nil, fmt.Errorf("not a TCP connection: %T", nc)
+	}
+	// Go already sets TCP_NODELAY and keep-alive on accepted connections.
+	if n := s.cfg.SocketSendBufferBytes; n > 0 {
+		if err := tc.SetWriteBuffer(n); err != nil {
+			return nil, fmt.Errorf("set SO_SNDBUF: %w", err)
+		}
+	}
+	if n := s.cfg.SocketReceiveBufferBytes; n > 0 {
+		if err := tc.SetReadBuffer(n); err != nil {
+			return nil, fmt.Errorf("set SO_RCVBUF: %w", err)
+		}
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil, fmt.Errorf("raw conn: %w", err)
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(u uintptr) {
+		fd, derr = unix.FcntlInt(u, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return nil, fmt.Errorf("raw conn: %w", err)
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("dup: %w", derr)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("set non-blocking: %w", err)
+	}
+	return &conn{
+		id:       s.nextConnID.Add(1),
+		fd:       fd,
+		listener: name,
+		remote:   nc.RemoteAddr(),
+		local:    nc.LocalAddr(),
+	}, nil
+}
+
+// runHandler is one of the NumIOThreads handler goroutines.
+func (s *Server) runHandler() {
+	defer func() {
+		if s.handlersLeft.Add(-1) == 0 {
+			close(s.handlersExited)
+		}
+	}()
+	for {
+		r, ok := s.queue.pop()
+		if !ok {
+			return
+		}
+		s.handle(r)
+	}
+}
+
+func (s *Server) handle(r *Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.lg.Error("handler panicked; closing the connection", "listener", r.Listener,
+				"remote", addrString(r.RemoteAddr), "api_key", r.ApiKey, "api_version", r.ApiVersion,
+				"err", fmt.Errorf("panic: %v", v), "stack", string(debug.Stack()))
+			r.CloseConnection()
+		}
+	}()
+	s.handler.Handle(r)
+}
+
+// Shutdown stops the server: it stops accepting, stops reading requests,
+// lets the requests already queued for or held by handlers complete and
+// their responses be written, then closes the connections and stops the
+// processors and handlers. Frames read but not yet queued are dropped with
+// their connection.
+//
+// If ctx ends first, the connections are closed at once, responses still
+// pending are dropped (their Done gets ErrServerClosed), and Shutdown
+// returns ctx's error without waiting for handlers still inside Handle;
+// they exit when Handle returns. Calling Shutdown again, or before Start,
+// returns nil.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.state != stateStarted {
+		s.state = stateStopped
+		s.mu.Unlock()
+		return nil
+	}
+	s.state = stateStopped
+	listeners := s.listeners
+	s.mu.Unlock()
+
+	s.lg.Info("shutting down")
+	close(s.stopAccept)
+	for _, ln := range listeners {
+		ln.Close()
+	}
+	s.acceptWG.Wait()
+
+	for _, p := range s.procs {
+		p.requestStop(false)
+	}
+	var err error
+	for _, p := range s.procs {
+		select {
+		case <-p.done:
+			continue
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		break
+	}
+	if err != nil {
+		s.lg.Warn("shutdown deadline reached; closing connections with requests in flight", "err", err)
+		for _, p := range s.procs {
+			p.requestStop(true)
+		}
+		for _, p := range s.procs {
+			<-p.done
+		}
+	}
+	for _, r := range s.queue.close() {
+		r.release(ErrServerClosed)
+	}
+	if err != nil {
+		return err
+	}
+	select {
+	case <-s.handlersExited:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.wg.Wait()
+	s.lg.Info("shut down")
+	return nil
+}
