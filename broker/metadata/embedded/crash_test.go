@@ -251,7 +251,9 @@ func TestCorruption(t *testing.T) {
 		{name: "last record length grown", base: image, want: models[n-1],
 			corrupt: func(t *testing.T, fsys *vfs.MemFS) { writeLog(t, fsys, flip(full, sizes[n-1]+2)) }},
 		{name: "zeros after the last record", base: image, want: models[n],
-			corrupt: func(t *testing.T, fsys *vfs.MemFS) { writeLog(t, fsys, append(bytes.Clone(full), make([]byte, 300)...)) }},
+			corrupt: func(t *testing.T, fsys *vfs.MemFS) {
+				writeLog(t, fsys, append(bytes.Clone(full), make([]byte, 300)...))
+			}},
 		{name: "partial header after the last record", base: image, want: models[n],
 			corrupt: func(t *testing.T, fsys *vfs.MemFS) { writeLog(t, fsys, append(bytes.Clone(full), 0, 0, 1)) }},
 		{name: "torn record followed by zeros", base: image, want: models[n-1],
