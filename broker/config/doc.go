@@ -45,7 +45,9 @@
 //	    hours: 24
 //
 // or with flat dotted keys (log.retention.hours: 24), or both. A YAML list
-// is a comma-separated list, and a YAML null leaves the setting unset.
+// is a comma-separated list, and a YAML null leaves the setting unset. Keys
+// in files match without regard to case (viper lower-cases them; Kafka's
+// names are all lower case).
 //
 // Viper (1.21, the project's standard) reads the file: qk registers a
 // .properties codec, which viper does not ship, and uses "::" as viper's
