@@ -43,7 +43,7 @@ func (r Range) Validate(v any) error {
 	case float64:
 		f = v
 	default:
-		return fmt.Errorf("not a number")
+		return errors.New("not a number")
 	}
 	if (r.HasMin && f < r.Min) || (r.HasMax && f > r.Max) {
 		return errors.New("out of range")
@@ -110,9 +110,11 @@ type Custom struct {
 func (c Custom) Validate(v any) error { return c.Check(v) }
 func (c Custom) Want(Type) string     { return c.Desc }
 
-// Errors. ErrInvalidValue matches every *ValueError with errors.Is; the API
-// maps it and ErrUnknownTopicConfig to INVALID_CONFIG, and ErrReadOnly to
-// INVALID_REQUEST as Kafka does for a read-only broker config.
+// Errors. ErrInvalidValue matches every *ValueError with errors.Is. The
+// API picks the Kafka code, which depends on the request: CreateTopics
+// answers INVALID_CONFIG for both a bad value and ErrUnknownTopicConfig;
+// Kafka's AlterConfigs answers a bad value (and a read-only broker config)
+// with INVALID_REQUEST and an unknown topic config with INVALID_CONFIG.
 var (
 	ErrInvalidValue        = errors.New("config: invalid value")
 	ErrUnknownTopicConfig  = errors.New("config: unknown topic config")
