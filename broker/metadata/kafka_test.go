@@ -60,7 +60,7 @@ func TestValidatePath(t *testing.T) {
 	for _, p := range []string{"/", "/a", "/a/b", "/a-b_c.d", "/config/brokers/<default>", "/a/...", "/ünï"} {
 		require.NoError(t, metadata.ValidatePath(p), p)
 	}
-	for _, p := range []string{"", "a", "/a/", "//a", "/a//b", "/./a", "/a/..", "/a\x00", "/a\x1f", "/a\u0085", "/\xff", "/a\ufff0"} {
+	for _, p := range []string{"", "a", "/a/", "//a", "/a//b", "/./a", "/a/..", "/a\x00", "/a\x1f", "/a\u0085", "/\xff", "/a\ufff0", "/a\ue000"} {
 		require.ErrorIs(t, metadata.ValidatePath(p), metadata.ErrBadPath, "%q", p)
 	}
 	require.Equal(t, "/", metadata.Parent("/a"))

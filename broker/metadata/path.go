@@ -10,7 +10,8 @@ import (
 
 // ValidatePath checks path against ZooKeeper's rules: absolute, no
 // trailing "/" (except the root), no empty, "." or ".." components, valid
-// UTF-8 without NUL or control characters. The error wraps ErrBadPath.
+// UTF-8 without NUL, control, private-use or U+FFF0..U+FFFF characters.
+// The error wraps ErrBadPath.
 // For a Sequential create, check path+"0": its last component may be
 // empty or end in "/" before the counter is appended.
 func ValidatePath(path string) error {
@@ -28,7 +29,7 @@ func ValidatePath(path string) error {
 		return bad("not UTF-8")
 	}
 	for _, r := range path {
-		if r == 0 || (r > 0 && r < 0x20) || (r >= 0x7f && r <= 0x9f) || (r >= 0xfff0 && r <= 0xffff) {
+		if r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xe000 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) {
 			return bad(fmt.Sprintf("character %U not allowed", r))
 		}
 	}

@@ -555,3 +555,28 @@ func TestOnRealDisk(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.Equal(t, want, got)
 }
+
+// TestSnapshotFailure: a snapshot that cannot be written is reported by
+// Snapshot and logged by the automatic one, and the store carries on with
+// the log.
+func TestSnapshotFailure(t *testing.T) {
+	mem := vfs.NewMem()
+	faulty := vfs.NewFaulty(mem, vfs.FailPath(vfs.OpRename, embedded.SnapshotFile, nil))
+	var logs bytes.Buffer
+	s, err := embedded.Open(faulty, dir, embedded.WithSnapshotEvery(2, 0),
+		embedded.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	require.NoError(t, err)
+	for i := range 5 {
+		_, err := s.Create(ctx, fmt.Sprintf("/n%d", i), nil, 0)
+		require.NoError(t, err)
+	}
+	require.Contains(t, logs.String(), "metadata snapshot not written")
+	require.ErrorIs(t, s.Snapshot(), vfs.ErrInjected)
+	_, err = s.Create(ctx, "/after", nil, 0)
+	require.NoError(t, err)
+	want, _ := dump(t, s)
+	require.NoError(t, s.Close(), "a failed snapshot at Close is only logged")
+	_, err = mem.Stat(dir + "/" + embedded.SnapshotFile)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	require.Equal(t, want, reopen(t, mem))
+}

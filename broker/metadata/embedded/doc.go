@@ -64,12 +64,20 @@
 // checksum is a *CorruptError: it was renamed into place whole, so damage
 // means the disk lost data), then replays log records with a zxid above
 // the snapshot's (a crash between the snapshot's rename and the log's
-// truncation leaves older records behind). The first record that is
-// incomplete or fails its CRC ends the log. If nothing but zeros follows
-// it, it is a torn write of an unacknowledged change: the log is
-// truncated there with a Warn naming the bytes lost. If valid-looking
-// data follows, the log is corrupt in the middle and Open returns a
-// *CorruptError rather than drop acknowledged changes silently.
+// truncation leaves older records behind). The first bad record ends the
+// log:
+//
+//   - a header or record that runs past the end of the file is a torn
+//     write of an unacknowledged change: it is cut off;
+//   - a record that fails its CRC, or whose length is impossible, is cut
+//     off as well if nothing but zeros follows it (a crash can leave
+//     allocated but unwritten blocks);
+//   - otherwise the damage is in acknowledged data, and Open returns a
+//     *CorruptError naming the file and offset rather than drop changes
+//     silently. So does a record that passes its CRC but does not decode
+//     or replay (zxid not increasing, parent missing).
+//
+// A cut is logged at Warn with the offset and the number of bytes lost.
 //
 // # Invariants
 //

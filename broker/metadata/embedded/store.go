@@ -143,7 +143,8 @@ func (s *Store) ExpireSession(id int64) error {
 
 // Snapshot writes a snapshot now and empties the log (normally done every
 // WithSnapshotEvery records and at Close). It does nothing for a store
-// made by New.
+// made by New. If the snapshot cannot be written the log still holds
+// everything and the store carries on.
 func (s *Store) Snapshot() error {
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
@@ -155,8 +156,7 @@ func (s *Store) Snapshot() error {
 	case s.d.wal == nil:
 		return nil
 	}
-	s.d.snapshot()
-	return s.d.failed
+	return s.d.snapshot()
 }
 
 // Close ends every session and closes the store. Ephemeral nodes are not
@@ -178,8 +178,8 @@ func (s *Store) Close() error {
 	if d.wal == nil {
 		return nil
 	}
-	if d.failed == nil && d.wal.records > 0 {
-		d.snapshot()
+	if d.failed == nil && d.wal.end > 0 {
+		_ = d.snapshot() // logged; the next Open replays the log instead
 	}
 	if err := d.wal.f.Close(); err != nil {
 		return fmt.Errorf("embedded: close %s: %w", d.wal.logPath(), err)

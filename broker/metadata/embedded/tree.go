@@ -325,7 +325,7 @@ func (d *db) commit(t *txn, force bool) error {
 		d.fire(tr.path, tr.typ)
 	}
 	if d.wal != nil && d.failed == nil && d.wal.snapshotDue() {
-		d.snapshot()
+		_ = d.snapshot() // logged; the log still holds everything
 	}
 	return nil
 }

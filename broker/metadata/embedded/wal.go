@@ -20,9 +20,10 @@ type wal struct {
 	f    vfs.File // the log, open for reading and writing
 	end  int64    // where the next record goes: just after the last valid one
 
-	records       int   // records appended since the last snapshot
+	records       int   // records appended since the last snapshot attempt
+	snapBase      int64 // log size at the last snapshot attempt
 	snapshotEvery int   // take a snapshot after this many records...
-	snapshotBytes int64 // ...or once the log is this long
+	snapshotBytes int64 // ...or this many log bytes
 }
 
 func (w *wal) logPath() string      { return w.dir + "/" + LogFile }
@@ -43,36 +44,37 @@ func (w *wal) append(zxid, timeMs int64, effects []effect) error {
 }
 
 func (w *wal) snapshotDue() bool {
-	return w.records >= w.snapshotEvery || w.end >= w.snapshotBytes
+	return w.records >= w.snapshotEvery || w.end-w.snapBase >= w.snapshotBytes
 }
 
 // snapshot writes the persistent tree to the snapshot file atomically and
 // then empties the log. A crash between the two leaves a log whose records
 // are all in the snapshot already: replay skips records whose zxid is not
 // above the snapshot's. A snapshot that cannot be written is logged and
-// retried after the next snapshotEvery records; a log that cannot be
+// retried after as many records (or bytes) again; a log that cannot be
 // emptied fails the store, as a failed append does.
-func (d *db) snapshot() {
+func (d *db) snapshot() error {
 	w := d.wal
 	count := d.visitPersistent(nil)
 	b := encodeSnapshot(d.zxid, count, func(fn func(string, *metadata.Stat, []byte)) { d.visitPersistent(fn) })
-	w.records = 0
+	w.records, w.snapBase = 0, w.end
 	if err := vfs.WriteFileAtomic(w.fsys, w.dir, SnapshotFile, b); err != nil {
 		d.lg.Warn("metadata snapshot not written", "zxid", d.zxid, "err", err)
-		return
+		return fmt.Errorf("embedded: write snapshot: %w", err)
 	}
 	if err := w.f.Truncate(0); err != nil {
 		d.failed = fmt.Errorf("embedded: truncate %s after snapshot: %w", w.logPath(), err)
 		d.lg.Error("metadata log not truncated after snapshot", "err", err)
-		return
+		return d.failed
 	}
 	if err := w.f.Sync(); err != nil {
 		d.failed = fmt.Errorf("embedded: sync %s after snapshot: %w", w.logPath(), err)
 		d.lg.Error("metadata log not synced after snapshot", "err", err)
-		return
+		return d.failed
 	}
-	w.end = 0
+	w.end, w.snapBase = 0, 0
 	d.lg.Debug("wrote metadata snapshot", "zxid", d.zxid, "nodes", count, "bytes", len(b))
+	return nil
 }
 
 // load opens dir, reads the snapshot and replays the log into d. A torn
