@@ -58,6 +58,31 @@
 // log-start-offset and replication-offset checkpoints and the clean-shutdown
 // marker (package broker/log/checkpoint).
 //
+// # Producer state
+//
+// Idempotent producers (batches with a producer id) are deduplicated per
+// partition as Kafka does (producerstate.go): for each producer id the log
+// keeps the epoch and the last five batches' sequence and offset ranges.
+// Append checks a batch against them before it gets offsets: a retry of one
+// of those five is answered with its original offsets and not written, an
+// older epoch is fenced, a sequence gap refused. The state is persisted in
+// <offset>.snapshot files (format in broker/log/checkpoint), written at
+// each roll and at Close:
+//
+//	00000000000000000038.snapshot: the state implied by offsets [0, 38)
+//
+//	+---------+---------+---------+------------------------------------+
+//	| version | crc32c  | count n | n × 46-byte entry: producerId,     |
+//	| int16=1 | [6,end) | int32   | epoch, lastSeq, lastOffset,        |
+//	|         |         |         | offsetDelta, timestamp,            |
+//	|         |         |         | coordinatorEpoch, txnFirstOffset   |
+//	+---------+---------+---------+------------------------------------+
+//
+// Open loads the newest trusted snapshot and replays the batch headers from
+// its offset to the log end, so the state is always what the log (after
+// recovery) implies; truncation does the same from the snapshots that
+// remain below the new end (producersnap.go has the rules).
+//
 // # Invariants
 //
 //   - Segment base offsets increase; every offset in a segment is ≥ its base
@@ -74,6 +99,9 @@
 //     deleted by retention (an empty one is rolled first).
 //   - Leader-epoch entries increase in both epoch and start offset and
 //     start below LogEndOffset.
+//   - Producer snapshots are named at or below LogEndOffset; the producer
+//     state equals the newest snapshot plus the log's idempotent batches
+//     from its offset on.
 //
 // # Recovery
 //

@@ -41,6 +41,28 @@ var (
 	ErrBadDirName = errors.New("log: not a partition directory name")
 	// ErrSegmentExists means a roll would create a segment that already exists.
 	ErrSegmentExists = errors.New("log: segment already exists")
+
+	// ErrOutOfOrderSequence is OUT_OF_ORDER_SEQUENCE_NUMBER: an idempotent
+	// batch whose first sequence does not follow the producer's last one
+	// (a gap, a retry older than the five batches remembered, or a new
+	// epoch not starting at sequence 0). Nothing was appended.
+	ErrOutOfOrderSequence = errors.New("log: out of order sequence number")
+	// ErrInvalidProducerEpoch is INVALID_PRODUCER_EPOCH (PRODUCER_FENCED
+	// before Kafka 2.7): the batch carries an epoch older than the
+	// producer's current one, so a newer instance of that producer exists.
+	ErrInvalidProducerEpoch = errors.New("log: invalid producer epoch")
+	// ErrDuplicateSequence marks a retry of one of the producer's last
+	// five batches. Append does not return it: it answers the retry with
+	// the original offsets and AppendInfo.Duplicate set. It is exported so
+	// that broker/api can map it (DUPLICATE_SEQUENCE_NUMBER) should it
+	// ever escape.
+	ErrDuplicateSequence = errors.New("log: duplicate sequence number")
+	// ErrUnknownProducerID is UNKNOWN_PRODUCER_ID. Append does not return
+	// it: since Kafka 2.5 (KIP-360) a batch of a producer the partition has
+	// no state for is accepted at any sequence (its state may have expired
+	// or its data been deleted by retention). It is kept for broker/api's
+	// error map.
+	ErrUnknownProducerID = errors.New("log: unknown producer id")
 )
 
 // CorruptError reports where a file is damaged. Offset is the byte position

@@ -37,6 +37,10 @@ type Config struct {
 	// CleanupPolicy is cleanup.policy: "delete", "compact" or
 	// "compact,delete". Time and size retention apply only with delete.
 	CleanupPolicy string
+	// ProducerIDExpirationMs is producer.id.expiration.ms, a broker
+	// setting (the same for every log): producers idle this long lose
+	// their state.
+	ProducerIDExpirationMs int64
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -55,6 +59,8 @@ func DefaultConfig() Config {
 		MaxMessageBytes:      1048588,
 		MessageTimestampType: record.CreateTime,
 		CleanupPolicy:        "delete",
+
+		ProducerIDExpirationMs: DefaultProducerIDExpirationMs,
 	}
 }
 
@@ -86,6 +92,8 @@ func (c Config) Validate() error {
 		return bad("max.message.bytes %d < 0", c.MaxMessageBytes)
 	case c.MessageTimestampType != record.CreateTime && c.MessageTimestampType != record.LogAppendTime:
 		return bad("message.timestamp.type %d", c.MessageTimestampType)
+	case c.ProducerIDExpirationMs < 1:
+		return bad("producer.id.expiration.ms %d < 1", c.ProducerIDExpirationMs)
 	}
 	for _, p := range strings.Split(c.CleanupPolicy, ",") {
 		if p = strings.TrimSpace(p); p != "delete" && p != "compact" {
@@ -157,11 +165,15 @@ type AppendInfo struct {
 	MaxTimestamp         int64
 	OffsetOfMaxTimestamp int64
 	// LogAppendTime is the broker time stamped into the batch, or -1 for
-	// CreateTime topics.
+	// CreateTime topics (and for duplicates, as in Kafka).
 	LogAppendTime  int64
 	LogStartOffset int64
 	NumRecords     int64
 	ValidBytes     int64
+	// Duplicate says the batch was a producer's retry of a batch already
+	// in the log: nothing was appended, and FirstOffset, LastOffset and
+	// MaxTimestamp are the original batch's.
+	Duplicate bool
 }
 
 // ReadInfo is the answer to Read. Region.Length is 0 when there is nothing
@@ -244,6 +256,14 @@ type Log struct {
 	closedFirstBase int64
 	stats           RecoveryStats
 
+	// producers is the idempotent producers' state (producerstate.go);
+	// snapshots lists the <offset>.snapshot files, ascending, and
+	// pendingSnaps the snapshots taken at roll that the next flush writes
+	// (producersnap.go).
+	producers    *ProducerStateManager
+	snapshots    []int64
+	pendingSnaps []pendingSnapshot
+
 	wg sync.WaitGroup // the async flusher started at roll
 }
 
@@ -294,7 +314,11 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 	if err := vfs.MkdirAllSync(l.fsys, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
-	if err := l.load(o); err != nil {
+	err := l.load(o)
+	if err == nil {
+		err = l.loadProducerState(o.cleanShutdown)
+	}
+	if err != nil {
 		l.closeSegments()
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
@@ -494,6 +518,12 @@ func (l *Log) checkWritable() error {
 // leaderEpoch, in place (both lie outside the CRC). For LogAppendTime topics
 // the max timestamp is set to now and the CRC recomputed. The caller's
 // slice is modified and may be reused once Append returns.
+//
+// A batch with a producer id (idempotent) is first checked against the
+// producer's state (ProducerStateManager.CheckAppend): a retry of one of
+// its last five batches is not appended but answered with the original
+// offsets and Duplicate set; a fenced epoch is ErrInvalidProducerEpoch and
+// a sequence gap ErrOutOfOrderSequence.
 func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	bt, err := record.Validate(batch)
 	if err != nil {
@@ -509,6 +539,10 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	if bt.IsControl() {
 		return AppendInfo{}, fmt.Errorf("append to %s: %w: clients may not write control batches", l.dir, ErrInvalidBatch)
 	}
+	idempotent := bt.ProducerID() >= 0
+	if idempotent && bt.BaseSequence() < 0 {
+		return AppendInfo{}, fmt.Errorf("append to %s: %w: producer %d sent sequence %d", l.dir, ErrInvalidBatch, bt.ProducerID(), bt.BaseSequence())
+	}
 
 	l.mu.Lock()
 	if err := l.checkWritable(); err != nil {
@@ -518,6 +552,21 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	if int64(len(batch)) > l.cfg.MaxMessageBytes {
 		l.mu.Unlock()
 		return AppendInfo{}, fmt.Errorf("append %d bytes to %s (max.message.bytes %d): %w", len(batch), l.dir, l.cfg.MaxMessageBytes, ErrBatchTooLarge)
+	}
+	if idempotent {
+		if dup, err := l.producers.CheckAppend(bt); err != nil {
+			info := AppendInfo{LogStartOffset: l.logStartOffset}
+			l.mu.Unlock()
+			if err == ErrDuplicateSequence {
+				info.FirstOffset, info.LastOffset = dup.FirstOffset, dup.LastOffset
+				info.MaxTimestamp, info.OffsetOfMaxTimestamp = dup.Timestamp, dup.LastOffset
+				info.LogAppendTime = -1
+				info.NumRecords = int64(count)
+				info.Duplicate = true
+				return info, nil
+			}
+			return AppendInfo{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		}
 	}
 	base := l.logEndOffset
 	bt.SetBaseOffset(base)
@@ -541,6 +590,9 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 		return AppendInfo{}, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
 	l.logEndOffset = last + 1
+	if idempotent {
+		l.producers.Update(bt)
+	}
 	if leaderEpoch >= 0 {
 		if _, err := l.epochs.Assign(leaderEpoch, base); err != nil {
 			l.lg.Warn("leader epoch checkpoint not written", "err", err)
@@ -669,6 +721,15 @@ func (l *Log) appendChunk(chunk []byte, first, last, maxTs, offsetOfMaxTs int64)
 		return err
 	}
 	l.logEndOffset = last + 1
+	// Replicated batches update producer state unchecked (Kafka's
+	// Replication origin), so that this replica can take over as leader.
+	for p := 0; p < len(chunk); {
+		bt := record.Batch(chunk[p:])
+		if bt.ProducerID() >= 0 {
+			l.producers.Update(bt)
+		}
+		p += bt.Size()
+	}
 	return nil
 }
 
@@ -712,6 +773,8 @@ func (l *Log) roll(expectedNextOffset int64, reason string) (*Segment, error) {
 	l.rolledUnsynced = append(l.rolledUnsynced, old)
 	l.dirGen++
 	l.lg.Info("rolled segment", "segment", seg.logPath, "offset", newBase, "reason", reason)
+	// The producer state as of the new base, written by the flush below.
+	l.queueSnapshot(newBase)
 	l.scheduleFlush(newBase)
 	return seg, nil
 }
@@ -729,7 +792,7 @@ func (l *Log) scheduleFlush(offset int64) {
 		for {
 			l.mu.Lock()
 			target := l.flushTarget
-			if (target <= l.recoveryPoint && len(l.rolledUnsynced) == 0) || l.segments == nil {
+			if (target <= l.recoveryPoint && len(l.rolledUnsynced) == 0 && len(l.pendingSnaps) == 0) || l.segments == nil {
 				l.flusherRunning = false
 				l.mu.Unlock()
 				return
@@ -766,10 +829,15 @@ func (l *Log) flushLocked(upTo int64) error {
 	upTo = min(upTo, l.logEndOffset)
 	gen := l.dirGen
 	needDirSync := gen != l.syncedDirGen
-	if upTo <= l.recoveryPoint && !needDirSync && len(l.rolledUnsynced) == 0 {
+	if upTo <= l.recoveryPoint && !needDirSync && len(l.rolledUnsynced) == 0 && len(l.pendingSnaps) == 0 {
 		l.mu.Unlock()
 		return nil
 	}
+	// Snapshots taken at roll are written after the segments below them
+	// are synced (a snapshot is only trusted at or below the recovery
+	// point anyway).
+	snaps := l.pendingSnaps
+	l.pendingSnaps = nil
 	var segs []*Segment
 	for _, s := range l.rolledUnsynced {
 		if !s.removed {
@@ -791,6 +859,7 @@ func (l *Log) flushLocked(upTo int64) error {
 	l.rolledUnsynced = l.rolledUnsynced[:0]
 	for _, s := range segs {
 		if err := s.writePendingIndexes(); err != nil {
+			l.requeueSnapshots(snaps)
 			l.mu.Unlock()
 			return err
 		}
@@ -806,15 +875,20 @@ func (l *Log) flushLocked(upTo int64) error {
 					l.rolledUnsynced = append(l.rolledUnsynced, r)
 				}
 			}
+			l.requeueSnapshots(snaps)
 			l.mu.Unlock()
 			return fmt.Errorf("flush %s: %w", l.dir, err)
 		}
 	}
 	if needDirSync {
 		if err := l.fsys.SyncDir(l.dir); err != nil {
+			l.mu.Lock()
+			l.requeueSnapshots(snaps)
+			l.mu.Unlock()
 			return fmt.Errorf("flush %s: sync dir: %w", l.dir, err)
 		}
 	}
+	l.writeSnapshots(snaps)
 
 	l.mu.Lock()
 	l.syncedDirGen = max(l.syncedDirGen, gen)
@@ -1002,6 +1076,10 @@ func (l *Log) TruncateTo(offset int64) (bool, error) {
 	l.highWatermark = min(l.highWatermark, offset)
 	l.recoveryPoint = min(l.recoveryPoint, offset)
 	l.flushTarget = min(l.flushTarget, offset)
+	if err := l.truncateProducerState(); err != nil {
+		l.failed = err
+		return true, err
+	}
 	return true, nil
 }
 
@@ -1040,6 +1118,10 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	if err := l.epochs.Clear(); err != nil {
 		l.lg.Warn("leader epoch checkpoint not written", "err", err)
 	}
+	l.producers.Reset()
+	if err := l.deleteSnapshotsIf(func(int64) bool { return true }); err != nil {
+		l.lg.Warn("producer snapshot not deleted", "err", err)
+	}
 	l.logStartOffset, l.logEndOffset = offset, offset
 	l.highWatermark, l.recoveryPoint, l.flushTarget = offset, offset, offset
 	return nil
@@ -1070,10 +1152,18 @@ func (l *Log) Close() error {
 	}
 	leo := l.logEndOffset
 	failed := l.failed
+	var snap []pendingSnapshot
+	if failed == nil {
+		snap = []pendingSnapshot{{offset: leo, data: checkpoint.EncodeProducerSnapshot(l.producers.Snapshot())}}
+	}
 	l.mu.Unlock()
 	if failed == nil {
 		if err := l.flushLocked(leo); err != nil {
 			errs = append(errs, err)
+		} else {
+			// The clean-shutdown snapshot: the next clean Open replays
+			// nothing.
+			l.writeSnapshots(snap)
 		}
 	}
 	l.mu.Lock()

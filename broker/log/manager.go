@@ -408,7 +408,10 @@ func (m *Manager) logErr(what string, err error) {
 	}
 }
 
-// RunRetention runs DeleteOldSegments on every log (the retention loop).
+// RunRetention runs DeleteOldSegments on every log (the retention loop)
+// and removes producers idle for producer.id.expiration.ms (Kafka runs that
+// on its own timer; one pass over each log's producers every retention
+// check is as cheap and soon enough for a 24-hour expiry).
 func (m *Manager) RunRetention() {
 	for _, l := range m.Logs() {
 		n, err := l.DeleteOldSegments()
@@ -418,6 +421,7 @@ func (m *Manager) RunRetention() {
 		if n > 0 {
 			m.lg.Debug("retention deleted segments", "topic", l.Topic(), "partition", l.Partition(), "count", n)
 		}
+		l.RemoveExpiredProducers()
 	}
 }
 
@@ -464,11 +468,22 @@ func (m *Manager) writeCheckpoints(name string, perDir map[string]map[TopicParti
 }
 
 // CheckpointRecoveryPoints writes recovery-point-offset-checkpoint in
-// every log dir.
+// every log dir, then lets each log delete the producer snapshots that a
+// recovery from the checkpointed point no longer needs.
 func (m *Manager) CheckpointRecoveryPoints() error {
-	return m.writeCheckpoints(checkpoint.RecoveryPointFile, m.byDir(func(l *Log) (int64, bool) {
-		return l.RecoveryPoint(), true
+	rps := map[*Log]int64{}
+	err := m.writeCheckpoints(checkpoint.RecoveryPointFile, m.byDir(func(l *Log) (int64, bool) {
+		rp := l.RecoveryPoint()
+		rps[l] = rp
+		return rp, true
 	}))
+	if err != nil {
+		return err
+	}
+	for l, rp := range rps {
+		l.deleteSnapshotsBeforeRecoveryPoint(rp)
+	}
+	return nil
 }
 
 // CheckpointLogStartOffsets writes log-start-offset-checkpoint in every

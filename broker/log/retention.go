@@ -145,6 +145,12 @@ func (l *Log) deleteOldSegments(reason string, pred func(s, next *Segment) (bool
 	}
 	l.lg.Info("deleted segments", "reason", reason, "count", k, "first", doomed[0].baseOffset, "last", doomed[k-1].baseOffset)
 	l.incrementLogStartOffset(l.segments[0].baseOffset, reason)
+	// Snapshots below the new log start offset describe deleted data; the
+	// one at it (if any) keeps the state of producers whose data is gone.
+	lso := l.logStartOffset
+	if err := l.deleteSnapshotsIf(func(off int64) bool { return off < lso }); err != nil {
+		l.lg.Warn("producer snapshot not deleted", "err", err)
+	}
 	return k, nil
 }
 

@@ -186,6 +186,13 @@ func (hs *headerScanner) at(pos int64) (h batchHeader, done bool, err error) {
 	return h, false, nil
 }
 
+// header returns the bytes of the header that the last successful at(pos)
+// parsed (up to a whole v2 header), valid until the next call of at.
+func (hs *headerScanner) header(pos int64) []byte {
+	off := int(pos - hs.start)
+	return hs.buf[off : off+int(min(int64(headerBufSize), hs.size-pos))]
+}
+
 // batchScanner walks a .log file batch by batch through a large read buffer,
 // handing out each whole batch's bytes (valid until the next call). It is
 // used by recovery, which must checksum every byte.
