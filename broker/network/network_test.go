@@ -281,6 +281,9 @@ func TestQueueFullPushback(t *testing.T) {
 		NumIOThreads:             1,
 		QueuedMaxRequests:        1,
 		SocketReceiveBufferBytes: 4096,
+		// Shorter than the stall: connections muted with bytes waiting are
+		// not idle.
+		ConnectionsMaxIdle: 50 * time.Millisecond,
 	}, HandlerFunc(func(r *Request) {
 		handled.Add(1)
 		release.wait()
@@ -320,6 +323,7 @@ func TestQueueFullPushback(t *testing.T) {
 	require.LessOrEqual(t, st.Requests, uint64(3), "requests read: handler + queue + parked")
 	require.LessOrEqual(t, st.BytesIn, uint64(clients*(readBufSize+4096)+3*bodySize), "bytes read stay bounded")
 	require.Equal(t, 1, st.RequestQueueSize)
+	require.Len(t, st.Connections, clients, "no connection closed as idle")
 
 	release.open()
 	for i, sd := range senders {
@@ -811,4 +815,30 @@ func TestStartBindError(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, s.Start(), "listener B")
 	require.NoError(t, s.Shutdown(context.Background()))
+}
+
+// TestSlowReader pipelines many requests with large responses to a client
+// that reads slowly through a small buffer, so the write queue rarely
+// empties; responses stay complete and in order.
+func TestSlowReader(t *testing.T) {
+	const n = 2000
+	body := bytes.Repeat([]byte("r"), 3000)
+	s := startServer(t, Config{SocketSendBufferBytes: 8192, NumIOThreads: 3}, HandlerFunc(func(r *Request) {
+		go r.Respond(&Response{Parts: []Part{{Bytes: r.Frame[4:8]}, {Bytes: body}, {Bytes: r.Frame[4:8]}}})
+	}))
+	c := dial(t, s.addr)
+	require.NoError(t, c.Conn.(*net.TCPConn).SetReadBuffer(262144))
+	go func() {
+		for j := range n {
+			if _, err := c.Write(frame(0, 9, int32(j), nil, nil)); err != nil {
+				return
+			}
+		}
+	}()
+	for j := range n {
+		got := c.readResponse()
+		require.Len(t, got, 3008)
+		require.Equal(t, int32(j), int32(binary.BigEndian.Uint32(got)))
+		require.Equal(t, int32(j), int32(binary.BigEndian.Uint32(got[3004:])))
+	}
 }

@@ -732,14 +732,14 @@ func (p *processor) advance(c *conn, n int) {
 			s.n -= k
 			n -= int(k)
 			if s.n > 0 {
-				return
+				break
 			}
 		} else {
 			k := min(n, len(s.b))
 			s.b = s.b[k:]
 			n -= k
 			if len(s.b) > 0 {
-				return
+				break
 			}
 		}
 		r := s.r
@@ -753,13 +753,22 @@ func (p *processor) advance(c *conn, n int) {
 			}
 		}
 	}
+	// A connection whose queue never empties (a pipelining client that reads
+	// slowly) would grow segs forever: move the live tail to the front.
+	if c.segHead >= 64 && 2*c.segHead >= len(c.segs) {
+		n := copy(c.segs, c.segs[c.segHead:])
+		clear(c.segs[n:])
+		c.segs, c.segHead = c.segs[:n], 0
+	}
 }
 
 // closeIdle closes connections with nothing in flight and no traffic for
-// the idle limit.
+// the idle limit. A connection with bytes waiting that the processor has not
+// read (muted by a full request queue) is not idle: the silence is ours.
 func (p *processor) closeIdle(idle time.Duration) {
 	for _, c := range p.conns {
-		if c.inFlight == 0 && !c.pendingWrite() && p.now.Sub(c.lastActive) >= idle {
+		if c.inFlight == 0 && !c.pendingWrite() && !c.readable && c.backlog == nil &&
+			p.now.Sub(c.lastActive) >= idle {
 			p.lg.Debug("closing idle connection", "listener", c.listener, "remote", addrString(c.remote),
 				"idle", p.now.Sub(c.lastActive))
 			p.closeConn(c, "", nil)

@@ -51,7 +51,9 @@ type Request struct {
 	ApiVersion    int16
 	CorrelationID int32
 	// ClientID is the header's nullable client id; nil for a null client id
-	// and for request header v0 (ControlledShutdown v0), which has none.
+	// and for request header v0 (ControlledShutdown v0), which has none. The
+	// string is shared by consecutive requests of a connection that send the
+	// same id: never assign through the pointer.
 	ClientID *string
 	// Frame is the whole request after the 4-byte size: header and body.
 	// It lives in a pooled buffer that the network layer reuses once the

@@ -297,16 +297,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, p := range s.procs {
 		p.requestStop(false)
 	}
-	var err error
-	for _, p := range s.procs {
-		select {
-		case <-p.done:
-			continue
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		break
-	}
+	err := waitAll(ctx, s.procs)
 	if err != nil {
 		s.lg.Warn("shutdown deadline reached; closing connections with requests in flight", "err", err)
 		for _, p := range s.procs {
@@ -329,5 +320,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.wg.Wait()
 	s.lg.Info("shut down")
+	return nil
+}
+
+// waitAll waits for every processor to exit, or for ctx to end.
+func waitAll(ctx context.Context, procs []*processor) error {
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	return nil
 }
