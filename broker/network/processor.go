@@ -257,7 +257,7 @@ func (p *processor) pollTimeout() int {
 	if p.nextIdle.IsZero() {
 		return -1
 	}
-	d := p.nextIdle.Sub(time.Now())
+	d := time.Until(p.nextIdle)
 	if d <= 0 {
 		return 0
 	}

@@ -73,7 +73,7 @@ func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != stateNew {
-		return errors.New("network: server already started")
+		return errors.New("network: server already started or shut down")
 	}
 	procs := make([]*processor, 0, s.cfg.NumNetworkThreads)
 	listeners := make([]net.Listener, 0, len(s.cfg.Listeners))
