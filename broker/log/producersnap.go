@@ -21,7 +21,8 @@ import (
 //
 //   - at every roll, named after the new segment's base offset (the state
 //     is encoded under the log lock; the file is written by the flush that
-//     the roll schedules, outside the lock, as Kafka 3.x defers it);
+//     the roll schedules, outside the lock, so that no append waits
+//     for its fsyncs);
 //   - at Close, named after the log end offset.
 //
 // Every write is atomic (temp file, fsync, rename, directory fsync), so a

@@ -742,3 +742,51 @@ func BenchmarkProducerState(b *testing.B) {
 		seq = record.IncrementSequence(seq, 4)
 	}
 }
+
+// TestManagerRestartKeepsProducerState: through the Manager, a clean
+// restart (snapshot at close, marker) and a crash after a recovery-point
+// checkpoint (trusted snapshot below it, replay of the rest) both keep
+// every producer's last batch, so retries stay duplicates.
+func TestManagerRestartKeepsProducerState(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clean=%v", clean), func(t *testing.T) {
+			mem := vfs.NewMem()
+			cfg := managerConfig(t, mem)
+			cfg.Clock = newFakeClock().Now
+			m, err := OpenManager(cfg)
+			require.NoError(t, err)
+			l, err := m.CreateLog("events", 0, m.ConfigFor("events"))
+			require.NoError(t, err)
+			seqs := map[int64]int32{}
+			var last [][]byte
+			for round := range 30 {
+				last = appendRound(t, l, seqs, 3, int64(round))
+			}
+			require.Greater(t, l.NumSegments(), 2)
+			require.NoError(t, l.Flush(l.LogEndOffset()))
+			require.NoError(t, m.CheckpointRecoveryPoints())
+			want := summarize(l.ProducerState())
+			fsys := vfs.FS(mem)
+			if !clean {
+				fsys = mem.CrashClone()
+			}
+			require.NoError(t, m.Close())
+
+			cfg2 := managerConfig(t, fsys)
+			cfg2.Clock = cfg.Clock
+			m2, err := OpenManager(cfg2)
+			require.NoError(t, err)
+			defer m2.Close()
+			l2, ok := m2.GetLog("events", 0)
+			require.True(t, ok)
+			require.Equal(t, want, summarize(l2.ProducerState()))
+			for i, b := range last {
+				bt := record.Batch(b)
+				info, err := l2.Append(idemBatch(t, int64(i+1), 0, bt.BaseSequence(), int(bt.NumRecords()), testNowMs), 0)
+				require.NoError(t, err)
+				require.True(t, info.Duplicate)
+				require.Equal(t, bt.BaseOffset(), info.FirstOffset)
+			}
+		})
+	}
+}
