@@ -10,7 +10,7 @@ BENCHCOUNT ?= 5
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: all build run test test-unit test-integration deps lint fuzz bench golden completions clean
+.PHONY: all build run test test-unit test-integration deps lint fuzz bench bench-go bench-broker golden completions clean
 
 all: build
 
@@ -52,11 +52,22 @@ fuzz:
 	  done; \
 	done
 
+# `bench` runs both benchmark kinds below.
+bench: bench-go bench-broker
+
 # Benchmarks of the code paths, BENCHCOUNT runs each, to bench/<date>.txt for
-# benchstat. Whole-broker throughput is measured with `qk perf`, not here.
-bench:
+# benchstat.
+bench-go:
 	@mkdir -p bench
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) $(PKGS) | tee bench/$$(date +%Y-%m-%d).txt
+
+# The whole broker as a separate process driven by franz-go over loopback
+# (bench/broker): records/s, MiB/s, p50/p99 produce latency and broker
+# CPU-seconds per GiB, median of 5 runs, as Markdown in bench/<date>.md.
+# BENCHFLAGS passes options, e.g. BENCHFLAGS=-quick or "-runs 3".
+bench-broker:
+	@mkdir -p bench
+	$(GO) run ./bench/broker $(BENCHFLAGS) -o bench/$$(date +%Y-%m-%d).md
 
 # Rewrite golden files after an intended output change; review the diff.
 golden:
