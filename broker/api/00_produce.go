@@ -1,0 +1,290 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/config"
+	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/log"
+	"github.com/qk-project/qk/broker/record"
+	"github.com/qk-project/qk/broker/replica"
+)
+
+// Produce: v3-13
+//
+// Behavior:
+// * acks must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS everywhere)
+// * Each partition's records must be exactly one v2 batch (Kafka 4's
+//   rule: none, several, or magic 0/1 is INVALID_RECORD; a size field
+//   that does not frame is CORRUPT_MESSAGE; zstd before v7 is
+//   UNSUPPORTED_COMPRESSION_TYPE)
+// * The batch is checked on the hot path by its header and CRC-32C only
+//   (CORRUPT_MESSAGE for a bad CRC, INVALID_RECORD for a bad header, a
+//   control batch, or record count not matching lastOffsetDelta+1). Kafka
+//   also decodes every record of an uncompressed batch; qk decodes records
+//   only when it must: keys of compacted topics (a null key is
+//   INVALID_RECORD) and recompression
+// * compression.type=producer stores the producer's bytes untouched; any
+//   other value rebuilds a batch of another codec (record.Iterate + the
+//   builder), keeping producer id, epoch, sequence and timestamps
+// * max.message.bytes (topic) / message.max.bytes: MESSAGE_TOO_LARGE
+// * message.timestamp.type=LogAppendTime: the log stamps the batch and the
+//   response carries the time; CreateTime batches whose base or max
+//   timestamp lies outside message.timestamp.before/after.max.ms are
+//   INVALID_TIMESTAMP
+// * Idempotent batches go through the log's producer state: a retry of one
+//   of the last five batches is answered with its original base offset;
+//   a gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch
+//   INVALID_PRODUCER_EPOCH
+// * Transactional batches: INVALID_TXN_STATE (qk has no transaction
+//   coordinator yet)
+// * acks=-1: NOT_ENOUGH_REPLICAS when the ISR is smaller than
+//   min.insync.replicas; otherwise done at once, since the ISR is the
+//   leader alone and the high watermark moves with the append
+// * acks=0: no response; a partition error closes the connection instead
+//   (Kafka's way of making the client refresh its metadata)
+// * Unknown topics are auto-created when auto.create.topics.enable
+//
+// Version notes:
+// * v3: transactional id, RecordBatch only; v5: log start offset
+// * v7: zstd allowed; v8: record errors, error message
+// * v9: flexible; v10: current leader / node endpoints tags (not sent:
+//   a single node never redirects); v11, v12: no change on the wire
+// * v13: topics by id (UNKNOWN_TOPIC_ID)
+
+func (h *Handler) handleProduce(c *call) {
+	req := c.req.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	snap := h.cfg.Cache.Snapshot()
+	anyErr := false
+
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		name, topicErr := h.produceTopic(c, snap, req, rt)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			err := topicErr
+			if err == nil {
+				err = h.produceAcks(req.Acks)
+			}
+			if err == nil {
+				var info log.AppendInfo
+				info, err = h.producePartition(c, snap, name, rp.Partition, rp.Records, req)
+				if err == nil {
+					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+				}
+			}
+			if err != nil {
+				anyErr = true
+				sp.ErrorCode = errorCode(err)
+				if c.version >= 8 {
+					sp.ErrorMessage = errorMessage(err)
+				}
+				h.lg.Debug("produce failed", "topic", name, "partition", rp.Partition, "err", err)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+
+	if req.Acks == 0 {
+		if anyErr {
+			c.r.CloseConnection()
+		} else {
+			c.r.NoResponse()
+		}
+		return
+	}
+	c.respond(resp)
+}
+
+// produceTopic resolves a request topic to its name, auto-creating it
+// when allowed.
+func (h *Handler) produceTopic(c *call, snap *controller.Snapshot, req *kmsg.ProduceRequest, rt kmsg.ProduceRequestTopic) (string, error) {
+	if c.version >= 13 {
+		t, ok := snap.TopicByID(rt.TopicID)
+		if !ok {
+			return "", errUnknownTopicID
+		}
+		return t.Name, nil
+	}
+	if _, ok := snap.Topics[rt.Topic]; ok {
+		return rt.Topic, nil
+	}
+	if err := validTopicName(rt.Topic); err != nil {
+		return rt.Topic, err
+	}
+	if !h.broker().AutoCreateTopicsEnable {
+		return rt.Topic, replica.ErrUnknownTopicOrPartition
+	}
+	ctx, cancel := c.ctx(req.TimeoutMillis)
+	defer cancel()
+	// The name aliases the request frame: the store and cache keep a copy.
+	if _, err := h.autoCreateTopic(ctx, strings.Clone(rt.Topic)); err != nil {
+		return rt.Topic, err
+	}
+	return rt.Topic, nil
+}
+
+func (h *Handler) produceAcks(acks int16) error {
+	if acks != -1 && acks != 0 && acks != 1 {
+		return kerr.InvalidRequiredAcks
+	}
+	return nil
+}
+
+// producePartition validates, converts and appends one partition's batch.
+func (h *Handler) producePartition(c *call, snap *controller.Snapshot, topic string, partition int32, records []byte, req *kmsg.ProduceRequest) (log.AppendInfo, error) {
+	p, err := h.cfg.Replicas.Partition(topic, partition)
+	if err != nil {
+		if t, ok := snap.Topics[topic]; ok && partition >= 0 && int(partition) < len(t.Partitions) {
+			return log.AppendInfo{}, replica.ErrNotLeaderOrFollower
+		}
+		return log.AppendInfo{}, err
+	}
+	batch, err := checkProduceRecords(c.version, records)
+	if err != nil {
+		return log.AppendInfo{}, err
+	}
+	if batch.IsTransactional() {
+		return log.AppendInfo{}, fmt.Errorf("%w: qk has no transaction coordinator", kerr.InvalidTxnState)
+	}
+	cfg := p.Config()
+	if err := h.checkTimestamps(batch, cfg); err != nil {
+		return log.AppendInfo{}, err
+	}
+	if cfg.CleanupPolicy.Compact {
+		if err := checkKeys(batch); err != nil {
+			return log.AppendInfo{}, err
+		}
+	}
+	out, err := convertCompression(batch, cfg.CompressionType)
+	if err != nil {
+		return log.AppendInfo{}, err
+	}
+	return p.AppendAsLeader(out, req.Acks)
+}
+
+// checkProduceRecords applies ProduceRequest.validateRecords: exactly one
+// batch of magic 2, zstd only from v7.
+func checkProduceRecords(version int16, records []byte) (record.Batch, error) {
+	if len(records) == 0 {
+		return nil, fmt.Errorf("%w: produce requests with version %d must have at least one record batch per partition", errInvalidRecord, version)
+	}
+	size, magic, err := record.PeekSize(records)
+	if err != nil || size > len(records) {
+		if err == nil {
+			err = fmt.Errorf("batch declares %d bytes, %d present", size, len(records))
+		}
+		return nil, fmt.Errorf("%w: %v", kerr.CorruptMessage, err)
+	}
+	if magic != record.MagicV2 {
+		return nil, fmt.Errorf("%w: produce requests with version %d are only allowed to contain record batches with magic version 2", errInvalidRecord, version)
+	}
+	if size != len(records) {
+		return nil, fmt.Errorf("%w: produce requests with version %d are only allowed to contain exactly one record batch per partition", errInvalidRecord, version)
+	}
+	b, err := record.ParseBatch(records)
+	if err != nil {
+		return nil, err
+	}
+	if version < 7 && b.Codec() == record.CodecZstd {
+		return nil, fmt.Errorf("%w: produce requests with version %d are not allowed to use ZStandard compression", errUnsupportedCompression, version)
+	}
+	return b, nil
+}
+
+// checkTimestamps applies message.timestamp.before/after.max.ms to a
+// CreateTime batch's base and max timestamps.
+func (h *Handler) checkTimestamps(b record.Batch, cfg config.Topic) error {
+	if cfg.MessageTimestampType == "LogAppendTime" || b.TimestampType() == record.LogAppendTime {
+		return nil
+	}
+	const maxLong = 1<<63 - 1
+	if cfg.MessageTimestampBeforeMaxMs == maxLong && cfg.MessageTimestampAfterMaxMs == maxLong {
+		return nil
+	}
+	now := h.now().UnixMilli()
+	for _, ts := range []int64{b.BaseTimestamp(), b.MaxTimestamp()} {
+		if ts < 0 {
+			continue
+		}
+		if now-ts > cfg.MessageTimestampBeforeMaxMs || ts-now > cfg.MessageTimestampAfterMaxMs {
+			return fmt.Errorf("%w: timestamp %d of the batch is out of range (now %d)", kerr.InvalidTimestamp, ts, now)
+		}
+	}
+	return nil
+}
+
+// checkKeys refuses records without a key, for compacted topics.
+func checkKeys(b record.Batch) error {
+	return b.Iterate(func(r *record.Record) error {
+		if r.Key == nil {
+			return fmt.Errorf("%w: compacted topic cannot accept message without key", errInvalidRecord)
+		}
+		return nil
+	})
+}
+
+// targetCodec maps compression.type to a codec; false for "producer".
+func targetCodec(compressionType string) (record.Codec, bool) {
+	switch compressionType {
+	case "uncompressed":
+		return record.CodecNone, true
+	case "gzip":
+		return record.CodecGzip, true
+	case "snappy":
+		return record.CodecSnappy, true
+	case "lz4":
+		return record.CodecLZ4, true
+	case "zstd":
+		return record.CodecZstd, true
+	}
+	return 0, false
+}
+
+// convertCompression returns b itself when the topic keeps the producer's
+// compression or b already has the topic's codec; otherwise a new batch
+// with the same header fields and records in the topic's codec. The CRC
+// of b is checked first, since a rebuilt batch gets a fresh one.
+func convertCompression(b record.Batch, compressionType string) ([]byte, error) {
+	codec, ok := targetCodec(compressionType)
+	if !ok || b.Codec() == codec {
+		return b, nil
+	}
+	if _, err := record.Validate(b); err != nil {
+		return nil, err
+	}
+	opts := record.BatchOptions{
+		PartitionLeaderEpoch: b.PartitionLeaderEpoch(),
+		Codec:                codec,
+		TimestampType:        b.TimestampType(),
+		Transactional:        b.IsTransactional(),
+		ProducerID:           b.ProducerID(),
+		ProducerEpoch:        b.ProducerEpoch(),
+		BaseSequence:         b.BaseSequence(),
+		BaseTimestamp:        b.BaseTimestamp(),
+	}
+	bld := record.NewBuilder(opts)
+	if err := b.Iterate(func(r *record.Record) error {
+		bld.AppendRecord(*r)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("%w: %w", errInvalidRecord, err)
+	}
+	out, err := bld.Build()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errInvalidRecord, err)
+	}
+	if b.TimestampType() == record.LogAppendTime {
+		record.Batch(out).SetLogAppendTime(b.MaxTimestamp())
+	}
+	return out, nil
+}

@@ -1,0 +1,175 @@
+package api
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/metadata"
+)
+
+// Metadata: v0-13
+//
+// Behavior:
+// * Brokers: every live broker with its advertised endpoint on the
+//   listener the request came in on (brokers without one are left out)
+// * Topics: all (v0: empty list; v1+: null list) or the ones asked for, by
+//   name, or by id from v12 (UNKNOWN_TOPIC_ID for an unknown id)
+// * An unknown topic is auto-created when the request allows it (always
+//   before v4) and auto.create.topics.enable is set; it is then returned
+//   complete, since qk creates it synchronously. Invalid names get
+//   INVALID_TOPIC_EXCEPTION, others UNKNOWN_TOPIC_OR_PARTITION
+// * Partitions: leader (LEADER_NOT_AVAILABLE and -1 when the leader is not
+//   live), leader epoch, replicas, ISR, offline replicas
+// * Authorized operations: -2147483648 unless asked for; when asked, all
+//   operations, since qk has no authorizer
+//
+// Version notes:
+// * v1: controller id, rack, internal flag; null topics = all
+// * v2: cluster id; v3: throttle; v4: allow auto topic creation
+// * v5: offline replicas; v7: leader epoch; v8: authorized operations
+// * v9: flexible; v10: topic ids; v11: no cluster authorized operations
+// * v12: topics by id; v13: top-level error code
+
+const (
+	authorizedOpsNone = -2147483648
+	// topicOps: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE,
+	// DESCRIBE_CONFIGS, ALTER_CONFIGS (ACL operation codes 3-8, 10, 11).
+	topicOps = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
+	// clusterOps: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
+	// DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, CREATE_TOKENS,
+	// DESCRIBE_TOKENS (5, 7-14).
+	clusterOps = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12 | 1<<13 | 1<<14
+)
+
+func (h *Handler) handleMetadata(c *call) {
+	req := c.req.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	snap := h.cfg.Cache.Snapshot()
+
+	resp.Brokers = h.brokerList(snap, c.r.Listener)
+	resp.ClusterID = &snap.ClusterID
+	resp.ControllerID = snap.ControllerID
+	if c.version >= 8 && c.version <= 10 && req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = clusterOps
+	}
+	includeOps := c.version >= 8 && req.IncludeTopicAuthorizedOperations
+
+	all := req.Topics == nil || (c.version == 0 && len(req.Topics) == 0)
+	if all {
+		for _, name := range snap.TopicNames() {
+			resp.Topics = append(resp.Topics, metadataTopic(snap, snap.Topics[name], includeOps))
+		}
+		c.respond(resp)
+		return
+	}
+
+	allowAuto := (c.version < 4 || req.AllowAutoTopicCreation) && h.broker().AutoCreateTopicsEnable
+	seen := map[string]bool{}
+	for _, rt := range req.Topics {
+		if rt.Topic == nil || *rt.Topic == "" && c.version >= 12 {
+			if rt.TopicID == ([16]byte{}) {
+				continue
+			}
+			t, ok := snap.TopicByID(rt.TopicID)
+			if !ok {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.TopicID = rt.TopicID
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+			resp.Topics = append(resp.Topics, metadataTopic(snap, t, includeOps))
+			continue
+		}
+		name := *rt.Topic
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		t, ok := snap.Topics[name]
+		if !ok && allowAuto {
+			ctx, cancel := c.ctx(0)
+			created, err := h.autoCreateTopic(ctx, name)
+			cancel()
+			if err == nil {
+				snap = h.cfg.Cache.Snapshot()
+				t, ok = created, true
+			} else {
+				mt := kmsg.NewMetadataResponseTopic()
+				mt.Topic = &name
+				mt.ErrorCode = errorCode(err)
+				resp.Topics = append(resp.Topics, mt)
+				continue
+			}
+		}
+		if !ok {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if validTopicName(name) != nil {
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, metadataTopic(snap, t, includeOps))
+	}
+	c.respond(resp)
+}
+
+// brokerList is the live brokers' endpoints on listener.
+func (h *Handler) brokerList(snap *controller.Snapshot, listener string) []kmsg.MetadataResponseBroker {
+	var out []kmsg.MetadataResponseBroker
+	for _, id := range snap.BrokerIDs() {
+		b := snap.Brokers[id]
+		e, ok := b.Endpoint(listener)
+		if !ok {
+			continue
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = id, e.Host, e.Port
+		if b.Rack != "" {
+			rack := b.Rack
+			mb.Rack = &rack
+		}
+		out = append(out, mb)
+	}
+	return out
+}
+
+func metadataTopic(snap *controller.Snapshot, t *controller.Topic, includeOps bool) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(t.Name)
+	if includeOps {
+		mt.AuthorizedOperations = topicOps
+	}
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.Partition
+		mp.Leader = p.Leader
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = slices.Clone(p.Replicas)
+		mp.ISR = slices.Clone(p.ISR)
+		if mp.ISR == nil {
+			mp.ISR = []int32{}
+		}
+		mp.OfflineReplicas = []int32{}
+		for _, r := range p.Replicas {
+			if _, live := snap.Brokers[r]; !live {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
+		if _, live := snap.Brokers[p.Leader]; p.Leader == metadata.NoLeader || !live {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+			mp.Leader = -1
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,137 @@
+package api
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/config"
+	"github.com/qk-project/qk/broker/controller"
+)
+
+// CreateTopics: v0-7
+//
+// Behavior:
+// * Served by the controller; other brokers answer NOT_CONTROLLER
+// * A name asked twice: INVALID_REQUEST for it; a name breaking Kafka's
+//   rules, or differing from an existing topic only by '.' vs '_':
+//   INVALID_TOPIC_EXCEPTION; an existing one: TOPIC_ALREADY_EXISTS
+// * -1 partitions / replication factor (v4+) take num.partitions /
+//   default.replication.factor; partitions <= 0: INVALID_PARTITIONS;
+//   a replication factor <= 0 or above the live brokers:
+//   INVALID_REPLICATION_FACTOR (and above 1: qk does not replicate yet)
+// * Replica assignments are honoured (consecutive partitions, distinct
+//   live brokers, INVALID_REPLICA_ASSIGNMENT otherwise); together with a
+//   partition count or replication factor they are INVALID_REQUEST
+// * Configs: unknown names and bad values are INVALID_CONFIG, a null value
+//   INVALID_REQUEST
+// * validate_only checks everything and creates nothing
+// * v5+: the created topic's partitions, replication factor and configs
+//
+// Version notes:
+// * v1: validate only, error messages; v2: throttle; v4: -1 defaults
+// * v5: flexible, configs in the response; v7: topic id
+
+func (h *Handler) handleCreateTopics(c *call) {
+	req := c.req.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	ctx, cancel := c.ctx(req.TimeoutMillis)
+	defer cancel()
+
+	count := map[string]int{}
+	for _, rt := range req.Topics {
+		count[rt.Topic]++
+	}
+	b := h.broker()
+	for _, rt := range req.Topics {
+		st := kmsg.NewCreateTopicsResponseTopic()
+		st.Topic = rt.Topic
+		t, err := h.createTopic(ctx, c, rt, count[rt.Topic] > 1, req.ValidateOnly, b)
+		if err != nil {
+			st.ErrorCode = errorCode(err)
+			if c.version >= 1 {
+				st.ErrorMessage = errorMessage(err)
+			}
+			h.lg.Info("create topic refused", "topic", rt.Topic, "err", err)
+		} else if c.version >= 5 {
+			st.NumPartitions, st.ReplicationFactor = t.partitions, t.replicationFactor
+			st.TopicID = t.id
+			for _, e := range config.DescribeTopic(t.config, b) {
+				ce := kmsg.NewCreateTopicsResponseTopicConfig()
+				ce.Name, ce.Value, ce.ReadOnly, ce.Source, ce.IsSensitive = e.Name, e.Value, e.ReadOnly, int8(e.Source), e.Sensitive
+				st.Configs = append(st.Configs, ce)
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	c.respond(resp)
+}
+
+type createdTopic struct {
+	id                [16]byte
+	partitions        int32
+	replicationFactor int16
+	config            map[string]string
+}
+
+func (h *Handler) createTopic(ctx context.Context, c *call, rt kmsg.CreateTopicsRequestTopic, duplicate, validateOnly bool, b *config.Broker) (createdTopic, error) {
+	if duplicate {
+		return createdTopic{}, fmt.Errorf("%w: create topics request from client contains duplicate topic %s", errInvalidRequest, rt.Topic)
+	}
+	if err := validTopicName(rt.Topic); err != nil {
+		return createdTopic{}, err
+	}
+	if !h.cfg.Controller.IsActive() {
+		return createdTopic{}, controller.ErrNotController
+	}
+	spec := controller.TopicSpec{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor,
+		Config: map[string]string{}}
+	if len(rt.ReplicaAssignment) > 0 {
+		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
+			return createdTopic{}, fmt.Errorf("%w: both numPartitions or replicationFactor and replicasAssignments were set; both cannot be used at the same time", errInvalidRequest)
+		}
+		spec.Assignment = map[int32][]int32{}
+		for _, a := range rt.ReplicaAssignment {
+			if _, dup := spec.Assignment[a.Partition]; dup {
+				return createdTopic{}, fmt.Errorf("%w: partition %d assigned twice", controller.ErrInvalidReplicaAssignment, a.Partition)
+			}
+			spec.Assignment[a.Partition] = a.Replicas
+		}
+	}
+	if spec.NumPartitions == -1 {
+		spec.NumPartitions = int32(b.NumPartitions)
+	}
+	if spec.ReplicationFactor == -1 {
+		spec.ReplicationFactor = int16(b.DefaultReplicationFactor)
+	}
+	for _, cf := range rt.Configs {
+		if cf.Value == nil {
+			return createdTopic{}, fmt.Errorf("%w: null value not supported for topic configs: %s", errInvalidRequest, cf.Name)
+		}
+		if err := config.ValidateTopicConfig(cf.Name, *cf.Value); err != nil {
+			return createdTopic{}, err
+		}
+		spec.Config[cf.Name] = *cf.Value
+	}
+	if _, err := config.ResolveTopic(b.TopicDefaults(), spec.Config); err != nil {
+		return createdTopic{}, err
+	}
+	t, err := h.cfg.Controller.CreateTopic(ctx, spec, validateOnly)
+	if err != nil {
+		return createdTopic{}, err
+	}
+	out := createdTopic{partitions: spec.NumPartitions, replicationFactor: spec.ReplicationFactor, config: spec.Config}
+	if len(spec.Assignment) > 0 {
+		out.partitions = int32(len(spec.Assignment))
+		out.replicationFactor = int16(len(spec.Assignment[0]))
+	}
+	if t != nil {
+		out.id = t.ID
+		out.partitions = int32(len(t.Partitions))
+		if len(t.Partitions) > 0 {
+			out.replicationFactor = int16(len(t.Partitions[0].Replicas))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,67 @@
+package api
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/metadata"
+)
+
+// InitProducerId: v0-5
+//
+// Behavior:
+// * Idempotent producers (no transactional id): a new producer id, epoch
+//   0, every time, as Kafka's coordinator does for them (a producer id and
+//   epoch sent from v3 on are not needed to bump anything). Ids come from
+//   blocks of 1000 reserved in /latest_producer_id_block
+//   (metadata.AllocateProducerIDBlock), so they are unique across
+//   brokers and restarts
+// * A transactional id: COORDINATOR_NOT_AVAILABLE. qk has no transaction
+//   coordinator (and does not serve FindCoordinator), which is what Kafka
+//   answers while no coordinator for the id is available
+//
+// Version notes:
+// * v1: no change; v2: flexible; v3: producer id and epoch (KIP-360)
+// * v4: no change on the wire; v5: KIP-890 epoch bumps (transactions)
+
+func (h *Handler) handleInitProducerID(c *call) {
+	req := c.req.(*kmsg.InitProducerIDRequest)
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		c.respond(resp)
+		return
+	}
+	ctx, cancel := c.ctx(0)
+	defer cancel()
+	id, err := h.nextProducerID(ctx)
+	if err != nil {
+		h.lg.Warn("cannot allocate a producer id", "err", err)
+		resp.ErrorCode = errorCode(err)
+		c.respond(resp)
+		return
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, 0
+	c.respond(resp)
+}
+
+// nextProducerID hands out the ids of the current block, reserving a new
+// block when it is used up.
+func (h *Handler) nextProducerID(ctx context.Context) (int64, error) {
+	h.pidMu.Lock()
+	defer h.pidMu.Unlock()
+	if !h.pidBlock || h.pidNext > h.pidEnd {
+		start, end, err := metadata.AllocateProducerIDBlock(ctx, h.cfg.Store, h.cfg.BrokerID, metadata.ProducerIDBlockSize)
+		if err != nil {
+			return 0, err
+		}
+		h.pidNext, h.pidEnd, h.pidBlock = start, end, true
+		h.lg.Info("reserved producer id block", "start", start, "end", end)
+	}
+	id := h.pidNext
+	h.pidNext++
+	return id, nil
+}

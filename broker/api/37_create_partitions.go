@@ -1,0 +1,55 @@
+package api
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CreatePartitions: v0-3
+//
+// Behavior:
+// * Served by the controller; other brokers answer NOT_CONTROLLER
+// * A topic asked twice: INVALID_REQUEST; unknown: UNKNOWN_TOPIC_OR_PARTITION
+// * A count not above the current one: INVALID_PARTITIONS
+// * Assignments for the new partitions are honoured (one per new
+//   partition, INVALID_REPLICA_ASSIGNMENT otherwise); without them the new
+//   partitions are spread like a new topic's, with the topic's replication
+//   factor
+// * validate_only checks and changes nothing
+//
+// Version notes:
+// * v1: no change; v2: flexible; v3: no change on the wire
+
+func (h *Handler) handleCreatePartitions(c *call) {
+	req := c.req.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	ctx, cancel := c.ctx(req.TimeoutMillis)
+	defer cancel()
+	count := map[string]int{}
+	for _, t := range req.Topics {
+		count[t.Topic]++
+	}
+	for _, t := range req.Topics {
+		st := kmsg.NewCreatePartitionsResponseTopic()
+		st.Topic = t.Topic
+		var err error
+		if count[t.Topic] > 1 {
+			err = fmt.Errorf("%w: duplicate topic in request", errInvalidRequest)
+		} else {
+			var assignment [][]int32
+			if t.Assignment != nil {
+				for _, a := range t.Assignment {
+					assignment = append(assignment, a.Replicas)
+				}
+			}
+			err = h.cfg.Controller.CreatePartitions(ctx, t.Topic, t.Count, assignment, req.ValidateOnly)
+		}
+		if err != nil {
+			st.ErrorCode = errorCode(err)
+			st.ErrorMessage = errorMessage(err)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	c.respond(resp)
+}

@@ -1,0 +1,190 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/config"
+	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/metadata"
+	"github.com/qk-project/qk/broker/network"
+	"github.com/qk-project/qk/broker/replica"
+)
+
+// Config wires a Handler.
+type Config struct {
+	BrokerID int32
+	// Broker returns the broker's current configuration (it changes with
+	// dynamic broker configs).
+	Broker     func() *config.Broker
+	Replicas   *replica.Manager
+	Cache      *controller.Cache
+	Controller *controller.Controller
+	Store      metadata.Store
+	// LogDirs are the broker's log directories, for DescribeLogDirs.
+	LogDirs []string
+	Logger  *slog.Logger
+	Clock   func() time.Time
+}
+
+// Handler serves the Kafka protocol: it implements network.Handler.
+type Handler struct {
+	cfg Config
+	lg  *slog.Logger
+	now func() time.Time
+
+	fetchWait fetchWaiters
+	closing   atomic.Bool
+
+	pidMu    sync.Mutex // producer ids: the current block
+	pidNext  int64
+	pidEnd   int64
+	pidBlock bool
+}
+
+var _ network.Handler = (*Handler)(nil)
+
+// New returns a Handler.
+func New(cfg Config) *Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return &Handler{cfg: cfg, lg: cfg.Logger.With("component", "api", "broker_id", cfg.BrokerID), now: cfg.Clock}
+}
+
+// call is one request being served.
+type call struct {
+	h       *Handler
+	r       *network.Request
+	key     int16
+	version int16
+	req     kmsg.Request
+	// flexibleResp: the response header is v1 (with tagged fields).
+	flexibleResp bool
+}
+
+// Handle decodes a request and dispatches it through the table. An
+// unknown API key, an unsupported version (except for ApiVersions) or a
+// body that does not decode closes the connection, with a Warn line.
+func (h *Handler) Handle(r *network.Request) {
+	a, ok := byKey[r.ApiKey]
+	if !ok {
+		h.lg.Warn("closing connection: unknown api key", "api_key", r.ApiKey, "api_version", r.ApiVersion,
+			"remote", addr(r), "client_id", clientID(r))
+		r.CloseConnection()
+		return
+	}
+	if r.ApiVersion < a.min || r.ApiVersion > a.max {
+		if r.ApiKey == apiKeyApiVersions {
+			h.unsupportedApiVersions(r)
+			return
+		}
+		h.lg.Warn("closing connection: unsupported api version", "api_key", r.ApiKey, "api_version", r.ApiVersion,
+			"min", a.min, "max", a.max, "remote", addr(r), "client_id", clientID(r))
+		r.CloseConnection()
+		return
+	}
+	req := kmsg.RequestForKey(r.ApiKey)
+	req.SetVersion(r.ApiVersion)
+	body := r.Frame[r.HeaderSize:]
+	if req.IsFlexible() {
+		var ok bool
+		if body, ok = skipTags(body); !ok {
+			h.lg.Warn("closing connection: malformed request header tags", "api_key", r.ApiKey,
+				"api_version", r.ApiVersion, "remote", addr(r))
+			r.CloseConnection()
+			return
+		}
+	}
+	// Produce and Fetch are decoded without copying (strings alias the
+	// frame, which lives until the response is written); their handlers
+	// clone what they keep. Everything else is copied.
+	var err error
+	if u, ok := req.(interface{ UnsafeReadFrom([]byte) error }); ok && (r.ApiKey == apiKeyProduce || r.ApiKey == apiKeyFetch) {
+		err = u.UnsafeReadFrom(body)
+	} else {
+		err = req.ReadFrom(body)
+	}
+	if err != nil {
+		h.lg.Warn("closing connection: request does not decode", "api_key", r.ApiKey, "api_version", r.ApiVersion,
+			"remote", addr(r), "client_id", clientID(r), "err", err)
+		r.CloseConnection()
+		return
+	}
+	if h.lg.Enabled(context.Background(), slog.LevelDebug) {
+		h.lg.Debug("request", "api", kmsg.NameForKey(r.ApiKey), "api_version", r.ApiVersion,
+			"correlation_id", r.CorrelationID, "client_id", clientID(r), "remote", addr(r))
+	}
+	c := &call{h: h, r: r, key: r.ApiKey, version: r.ApiVersion, req: req,
+		flexibleResp: req.IsFlexible() && r.ApiKey != apiKeyApiVersions}
+	a.handle(h, c)
+}
+
+const (
+	apiKeyProduce     = 0
+	apiKeyFetch       = 1
+	apiKeyApiVersions = 18
+)
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// header appends the response header: the correlation id, and an empty
+// tagged-field section for response header v1.
+func (c *call) header(b []byte) []byte {
+	b = appendInt32(b, c.r.CorrelationID)
+	if c.flexibleResp {
+		b = appendEmptyTags(b)
+	}
+	return b
+}
+
+// respond encodes resp (at the request's version) and sends it.
+func (c *call) respond(resp kmsg.Response) {
+	resp.SetVersion(c.version)
+	bp := bufPool.Get().(*[]byte)
+	b := c.header((*bp)[:0])
+	b = resp.AppendTo(b)
+	*bp = b
+	c.r.Respond(&network.Response{
+		Parts: []network.Part{{Bytes: b}},
+		Done: func(error) {
+			if cap(*bp) <= 1<<20 {
+				bufPool.Put(bp)
+			}
+		},
+	})
+}
+
+// ctx is the context of store operations made for a request.
+func (c *call) ctx(timeoutMs int32) (context.Context, context.CancelFunc) {
+	d := 30 * time.Second
+	if timeoutMs > 0 {
+		d = time.Duration(timeoutMs) * time.Millisecond
+	}
+	return context.WithTimeout(context.Background(), d)
+}
+
+func addr(r *network.Request) string {
+	if r.RemoteAddr == nil {
+		return ""
+	}
+	return r.RemoteAddr.String()
+}
+
+func clientID(r *network.Request) string {
+	if r.ClientID == nil {
+		return ""
+	}
+	return *r.ClientID
+}
+
+// broker is the current broker configuration.
+func (h *Handler) broker() *config.Broker { return h.cfg.Broker() }

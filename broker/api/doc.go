@@ -1,0 +1,62 @@
+// Package api serves the Kafka protocol: Handler implements
+// network.Handler, decodes each request with franz-go's kmsg, runs the
+// API's handler and encodes the response.
+//
+// # Layout
+//
+// One file per API key, named NN_name.go as franz-go's kfake does, each
+// opening with a comment on the versions served and Kafka behaviour kept
+// or left out. handlers.go holds the one table of {key, min version, max
+// version, handler}: it drives dispatch and the ApiVersions answer, so
+// what qk advertises is exactly what it serves. errors.go is the one map
+// from internal errors (sentinels of log, record, replica, controller,
+// config, metadata) to Kafka error codes.
+//
+// # Frames
+//
+// The network layer hands over the frame after the size prefix:
+//
+//	request:  api_key i16 | api_version i16 | correlation_id i32 |
+//	          client_id nullable-string | [tagged fields: header v2,
+//	          flexible versions] | body
+//	response: correlation_id i32 | [tagged fields: header v1, flexible
+//	          versions, except ApiVersions which always uses header v0] |
+//	          body
+//
+// An unknown key, a version outside the table (ApiVersions excepted: it
+// answers v0 with UNSUPPORTED_VERSION and the key list) or a body that
+// does not decode closes the connection with a Warn line; other
+// connections are untouched.
+//
+// # The Fetch response
+//
+// Fetch is the one response framed by hand (fetchframe.go): the fixed
+// fields are encoded into a buffer, and each partition's records are a
+// file region of its segment, so the network layer sends them with
+// sendfile(2) straight from the page cache. The layout is byte for byte
+// kmsg's (a test compares them for every version):
+//
+//	throttle_ms i32 | error_code i16 | session_id i32 | [topics]
+//	topic:     name string (v<13) or topic_id uuid (v13+) | [partitions]
+//	partition: partition i32 | error_code i16 | high_watermark i64 |
+//	           last_stable_offset i64 | log_start_offset i64 |
+//	           aborted_txns nullable-array | preferred_read_replica i32 |
+//	           records_len (i32, or uvarint len+1 when flexible)
+//	           ── records: a file region, sent with sendfile ──
+//	           [tagged fields: current_leader]
+//	[tagged fields: node_endpoints]
+//
+// # Lifetimes
+//
+// Produce and Fetch are decoded with UnsafeReadFrom: their strings alias
+// the request frame, which the network layer keeps until the response is
+// written. Handlers clone what they keep longer (a topic name given to the
+// controller). All other requests are copied out of the frame.
+//
+// # Delayed fetches
+//
+// A fetch that has less than min_bytes waits, without a goroutine, until a
+// high watermark of one of its partitions moves (the replica manager
+// calls HighWatermarkAdvanced) or max_wait passes. Close answers all
+// waiting fetches at once for shutdown.
+package api

@@ -1,0 +1,172 @@
+//go:build linux
+
+// Package brokertest starts qk brokers inside a test process: each on
+// 127.0.0.1 with a port the system picks, its data in t.TempDir(),
+// logging to the test's output, and stopped by t.Cleanup. A single broker
+// keeps its metadata in the embedded store of its data dir, so Restart
+// finds its topics, configs and data again; a cluster's brokers share one
+// in-memory store, each with its own session (so each registers and can
+// be elected controller on its own).
+package brokertest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/qk-project/qk/broker"
+	"github.com/qk-project/qk/broker/config"
+	"github.com/qk-project/qk/broker/metadata/embedded"
+)
+
+// Option configures StartBroker and StartCluster.
+type Option func(*options)
+
+type options struct {
+	sets  []string
+	level slog.Level
+}
+
+// WithConfig sets a broker setting (Kafka's name), as --set does.
+func WithConfig(key, value string) Option {
+	return func(o *options) { o.sets = append(o.sets, key+"="+value) }
+}
+
+// WithLogLevel sets the level of the brokers' log lines in the test
+// output (default Warn, so failures show trouble without noise).
+func WithLogLevel(l slog.Level) Option { return func(o *options) { o.level = l } }
+
+// Broker is one running in-process broker.
+type Broker struct {
+	*broker.Server
+	ID   int32
+	Dir  string // its log dir
+	Addr string // host:port of its PLAINTEXT listener
+
+	t     testing.TB
+	opts  options
+	store *embedded.Store // shared cluster store, or nil
+}
+
+// Cluster is several brokers sharing one metadata store.
+type Cluster struct {
+	Brokers []*Broker
+	Store   *embedded.Store
+}
+
+// Addrs are the brokers' addresses, for kgo.SeedBrokers.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Brokers))
+	for i, b := range c.Brokers {
+		out[i] = b.Addr
+	}
+	return out
+}
+
+// StartBroker starts broker 0 with the embedded metadata store in its
+// data dir and returns it running.
+func StartBroker(t testing.TB, opts ...Option) *Broker {
+	t.Helper()
+	o := options{level: slog.LevelWarn}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	b := &Broker{ID: 0, Dir: t.TempDir(), t: t, opts: o}
+	b.start(0)
+	t.Cleanup(b.Stop)
+	return b
+}
+
+// StartCluster starts n brokers (ids 0..n-1) sharing one in-memory
+// metadata store.
+func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
+	t.Helper()
+	o := options{level: slog.LevelWarn}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &Cluster{Store: embedded.New()}
+	t.Cleanup(func() { c.Store.Close() })
+	for i := range n {
+		b := &Broker{ID: int32(i), Dir: t.TempDir(), t: t, opts: o, store: c.Store}
+		b.start(0)
+		t.Cleanup(b.Stop)
+		c.Brokers = append(c.Brokers, b)
+	}
+	return c
+}
+
+// Config returns the configuration a broker starts with.
+func (b *Broker) config(port int) *config.Broker {
+	b.t.Helper()
+	sets := append([]string{
+		"broker.id=" + strconv.Itoa(int(b.ID)),
+		"listeners=PLAINTEXT://127.0.0.1:" + strconv.Itoa(port),
+		"log.dirs=" + b.Dir,
+		"num.network.threads=2",
+		"num.io.threads=4",
+	}, b.opts.sets...)
+	cfg, _, err := config.Load(config.LoadOptions{Sets: sets})
+	if err != nil {
+		b.t.Fatalf("brokertest: config: %v", err)
+	}
+	return cfg
+}
+
+func (b *Broker) start(port int) {
+	b.t.Helper()
+	lg := slog.New(slog.NewTextHandler(b.t.Output(), &slog.HandlerOptions{Level: b.opts.level})).
+		With("test_broker", b.ID)
+	opts := []broker.Option{broker.WithLogger(lg)}
+	if b.store != nil {
+		sess, err := b.store.NewSession()
+		if err != nil {
+			b.t.Fatalf("brokertest: metadata session: %v", err)
+		}
+		opts = append(opts, broker.WithMetadataStore(sess))
+	}
+	s, err := broker.New(b.config(port), opts...)
+	if err != nil {
+		b.t.Fatalf("brokertest: new broker %d: %v", b.ID, err)
+	}
+	if err := s.Start(); err != nil {
+		b.t.Fatalf("brokertest: start broker %d: %v", b.ID, err)
+	}
+	b.Server = s
+	b.Addr = s.Addrs()[0].String()
+}
+
+// Stop shuts the broker down cleanly (flush, checkpoints, clean-shutdown
+// marker). Stopping a stopped broker does nothing.
+func (b *Broker) Stop() {
+	if b.Server == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Server.Close(ctx); err != nil {
+		b.t.Errorf("brokertest: stop broker %d: %v", b.ID, err)
+	}
+	b.Server = nil
+}
+
+// Restart stops the broker and starts it again on the same data dir and,
+// if it is free, the same port (so clients reconnect to the same
+// address).
+func (b *Broker) Restart() {
+	b.t.Helper()
+	_, portText, err := net.SplitHostPort(b.Addr)
+	if err != nil {
+		b.t.Fatalf("brokertest: %v", err)
+	}
+	port, _ := strconv.Atoi(portText)
+	b.Stop()
+	b.start(port)
+}
+
+// String names the broker in test messages.
+func (b *Broker) String() string { return fmt.Sprintf("broker %d at %s", b.ID, b.Addr) }

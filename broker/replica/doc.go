@@ -1,0 +1,37 @@
+// Package replica hosts the partitions of one broker: for each, its log,
+// its role (leader or follower), leader epoch, replicas, in-sync replicas
+// and high watermark. It is Kafka's ReplicaManager and Partition.
+//
+// The controller decides roles; the broker hands its decisions to
+// ApplyLeaderAndISR (Kafka's LeaderAndIsr request) and StopReplica. Today
+// a broker is only ever a leader: follower fetching, ISR shrink and
+// expand arrive with replication, and the types are shaped for them
+// (Replicas, ISR, LeaderEpoch and the high-watermark rule below).
+//
+// # High watermark
+//
+// The high watermark (HW) is the smallest log end offset (LEO) among the
+// in-sync replicas. While the ISR is the leader alone, as on a single
+// node, HW = LEO right after every append. The HW never moves backwards
+// on a leader; every time it advances the OnHighWatermark hook is called
+// so that delayed fetches waiting on the partition can complete.
+//
+//	offsets:  LogStartOffset ... HW ............ LEO
+//	          |<-- consumers see -->|<- not yet ->|
+//	                                   committed
+//
+// # Invariants
+//
+//   - A Partition's log is open for as long as the Partition is in the
+//     Manager; StopReplica removes it from the Manager before the log is
+//     closed or deleted.
+//   - LeaderEpoch only grows; a LeaderAndISR state with an older epoch is
+//     ignored (Kafka's STALE_CONTROLLER_EPOCH / FENCED_LEADER_EPOCH rule).
+//   - partition.metadata in the partition directory holds the topic id; a
+//     directory whose id differs from the controller's is refused
+//     (ErrInconsistentTopicID) rather than served as the new topic.
+//
+// Locks: Manager.mu guards the partition map; Partition.mu the leader
+// state; Partition.hwMu serialises high-watermark updates. See
+// broker/LOCKS.md for their order.
+package replica

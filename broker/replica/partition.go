@@ -1,0 +1,211 @@
+package replica
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/qk-project/qk/broker/config"
+	"github.com/qk-project/qk/broker/log"
+)
+
+// Partition is one partition hosted by this broker.
+type Partition struct {
+	m     *Manager
+	topic string
+	index int32
+	log   *log.Log
+
+	mu          sync.RWMutex
+	topicID     [16]byte
+	leader      int32
+	leaderEpoch int32
+	replicas    []int32
+	isr         []int32
+	config      config.Topic
+
+	// hwMu serialises "read LEO, raise HW" so that concurrent appends
+	// never move the high watermark backwards.
+	hwMu sync.Mutex
+}
+
+// Topic is the partition's topic.
+func (p *Partition) Topic() string { return p.topic }
+
+// Index is the partition number.
+func (p *Partition) Index() int32 { return p.index }
+
+// Log is the partition's log.
+func (p *Partition) Log() *log.Log { return p.log }
+
+// State is a snapshot of the leader state.
+type State struct {
+	TopicID     [16]byte
+	Leader      int32
+	LeaderEpoch int32
+	Replicas    []int32
+	ISR         []int32
+	Config      config.Topic
+}
+
+// State returns the partition's current leader state.
+func (p *Partition) State() State {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return State{TopicID: p.topicID, Leader: p.leader, LeaderEpoch: p.leaderEpoch,
+		Replicas: slices.Clone(p.replicas), ISR: slices.Clone(p.isr), Config: p.config}
+}
+
+// IsLeader reports whether this broker leads the partition.
+func (p *Partition) IsLeader() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.leader == p.m.cfg.BrokerID
+}
+
+func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
+	p.mu.Lock()
+	if st.LeaderEpoch < p.leaderEpoch {
+		cur := p.leaderEpoch
+		p.mu.Unlock()
+		return fmt.Errorf("%w: state epoch %d, applied %d", ErrStaleEpoch, st.LeaderEpoch, cur)
+	}
+	newEpoch := st.LeaderEpoch > p.leaderEpoch
+	wasLeader := p.leader == p.m.cfg.BrokerID
+	p.topicID = st.TopicID
+	p.leader = st.Leader
+	p.leaderEpoch = st.LeaderEpoch
+	p.replicas = slices.Clone(st.Replicas)
+	p.isr = slices.Clone(st.ISR)
+	p.config = st.Config
+	isLeader := p.leader == p.m.cfg.BrokerID
+	p.mu.Unlock()
+
+	if err := p.log.SetConfig(p.m.LogConfig(st.Config)); err != nil {
+		return err
+	}
+	if !isLeader {
+		if wasLeader || newEpoch {
+			p.m.lg.Warn("following is not implemented yet; partition not served", "topic", p.topic,
+				"partition", p.index, "leader", st.Leader, "leader_epoch", st.LeaderEpoch)
+		}
+		return nil
+	}
+	if latest, ok := p.log.LatestEpoch(); !ok || st.LeaderEpoch > latest {
+		if err := p.log.AssignLeaderEpoch(st.LeaderEpoch); err != nil {
+			return err
+		}
+	}
+	if newEpoch || !wasLeader {
+		p.m.lg.Info("became leader", "topic", p.topic, "partition", p.index, "leader_epoch", st.LeaderEpoch,
+			"isr", st.ISR, "offset", p.log.LogEndOffset())
+	}
+	p.maybeIncrementHighWatermark()
+	return nil
+}
+
+// CheckLeader returns nil if this broker leads the partition in
+// currentLeaderEpoch (-1: any epoch), else why not.
+func (p *Partition) CheckLeader(currentLeaderEpoch int32) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.checkLeaderLocked(currentLeaderEpoch)
+}
+
+func (p *Partition) checkLeaderLocked(currentLeaderEpoch int32) error {
+	switch {
+	case currentLeaderEpoch >= 0 && currentLeaderEpoch < p.leaderEpoch:
+		return ErrFencedLeaderEpoch
+	case currentLeaderEpoch > p.leaderEpoch:
+		return ErrUnknownLeaderEpoch
+	case p.leader != p.m.cfg.BrokerID:
+		return ErrNotLeaderOrFollower
+	}
+	return nil
+}
+
+// AppendAsLeader appends one validated record batch from a producer.
+// With requiredAcks -1 it first checks that the ISR has at least
+// min.insync.replicas members. The high watermark then advances to the
+// smallest log end offset of the ISR (here: the leader's own).
+func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (log.AppendInfo, error) {
+	p.mu.RLock()
+	if err := p.checkLeaderLocked(-1); err != nil {
+		p.mu.RUnlock()
+		return log.AppendInfo{}, err
+	}
+	epoch := p.leaderEpoch
+	if requiredAcks == -1 && len(p.isr) < p.config.MinInsyncReplicas {
+		isr, minISR := len(p.isr), p.config.MinInsyncReplicas
+		p.mu.RUnlock()
+		return log.AppendInfo{}, fmt.Errorf("%w: isr %d, min.insync.replicas %d", ErrNotEnoughReplicas, isr, minISR)
+	}
+	p.mu.RUnlock()
+	info, err := p.log.Append(batch, epoch)
+	if err != nil {
+		return info, err
+	}
+	p.maybeIncrementHighWatermark()
+	return info, nil
+}
+
+// maybeIncrementHighWatermark raises the high watermark to the smallest
+// log end offset of the ISR. Until followers report their offsets, only
+// an ISR of the leader alone lets it move: HW = LEO.
+func (p *Partition) maybeIncrementHighWatermark() {
+	p.mu.RLock()
+	alone := p.leader == p.m.cfg.BrokerID && len(p.isr) == 1 && p.isr[0] == p.m.cfg.BrokerID
+	p.mu.RUnlock()
+	if !alone {
+		return
+	}
+	p.hwMu.Lock()
+	old := p.log.HighWatermark()
+	hw := max(old, p.log.LogEndOffset())
+	if hw != old {
+		hw = p.log.SetHighWatermark(hw)
+	}
+	p.hwMu.Unlock()
+	if hw > old {
+		p.m.cfg.OnHighWatermark(p.topic, p.index)
+	}
+}
+
+// HighWatermark is the offset below which records are committed.
+func (p *Partition) HighWatermark() int64 { return p.log.HighWatermark() }
+
+// LastStableOffset is the offset below which no transaction is open:
+// without transactions, the high watermark.
+func (p *Partition) LastStableOffset() int64 { return p.log.HighWatermark() }
+
+// ReadForConsumer reads from offset for a consumer: at most maxBytes
+// (the first batch whole even if larger) and nothing at or above the
+// high watermark, which for read_committed is the last stable offset.
+func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, readCommitted bool) (log.ReadInfo, error) {
+	limit := p.log.HighWatermark()
+	if readCommitted {
+		limit = p.LastStableOffset()
+	}
+	return p.log.Read(offset, maxBytes, limit)
+}
+
+// Config is the topic's effective configuration.
+func (p *Partition) Config() config.Topic {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.config
+}
+
+// LeaderEpoch is the partition's current leader epoch.
+func (p *Partition) LeaderEpoch() int32 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.leaderEpoch
+}
+
+// TopicID is the id of the partition's topic.
+func (p *Partition) TopicID() [16]byte {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.topicID
+}

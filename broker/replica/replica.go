@@ -1,0 +1,255 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/qk-project/qk/broker/config"
+	"github.com/qk-project/qk/broker/log"
+	"github.com/qk-project/qk/broker/log/checkpoint"
+	"github.com/qk-project/qk/broker/record"
+	"github.com/qk-project/qk/broker/vfs"
+)
+
+// Sentinel errors; broker/api maps them to Kafka codes.
+var (
+	// ErrUnknownTopicOrPartition: the partition is not hosted here.
+	ErrUnknownTopicOrPartition = errors.New("replica: unknown topic or partition")
+	// ErrNotLeaderOrFollower: the partition is hosted here, but not as
+	// the leader the request needs.
+	ErrNotLeaderOrFollower = errors.New("replica: not leader or follower")
+	// ErrNotEnoughReplicas: acks=-1 and the ISR is smaller than
+	// min.insync.replicas.
+	ErrNotEnoughReplicas = errors.New("replica: not enough in-sync replicas")
+	// ErrInconsistentTopicID: the partition directory belongs to another
+	// topic id.
+	ErrInconsistentTopicID = errors.New("replica: inconsistent topic id")
+	// ErrFencedLeaderEpoch: the request's leader epoch is older than the
+	// partition's.
+	ErrFencedLeaderEpoch = errors.New("replica: fenced leader epoch")
+	// ErrUnknownLeaderEpoch: the request's leader epoch is newer than the
+	// partition's.
+	ErrUnknownLeaderEpoch = errors.New("replica: unknown leader epoch")
+	// ErrStaleEpoch: a LeaderAndISR state older than what is applied.
+	ErrStaleEpoch = errors.New("replica: stale leader epoch")
+)
+
+// PartitionState is the controller's decision for one partition, as in
+// Kafka's LeaderAndIsr request.
+type PartitionState struct {
+	Topic       string
+	TopicID     [16]byte
+	Partition   int32
+	Leader      int32
+	LeaderEpoch int32
+	ISR         []int32
+	Replicas    []int32
+	// Config is the topic's effective configuration.
+	Config config.Topic
+}
+
+// Config wires a Manager.
+type Config struct {
+	BrokerID int32
+	Logs     *log.Manager
+	FS       vfs.FS       // of the log dirs; nil: vfs.OS
+	Logger   *slog.Logger // nil: discard
+	// ProducerIDExpirationMs is producer.id.expiration.ms (0: Kafka's
+	// default), a broker setting every log gets.
+	ProducerIDExpirationMs int64
+	// OnHighWatermark is called, without locks held, after a partition's
+	// high watermark advanced (delayed fetches wait on it).
+	OnHighWatermark func(topic string, partition int32)
+}
+
+// Manager is the set of partitions this broker hosts.
+type Manager struct {
+	cfg Config
+	lg  *slog.Logger
+
+	mu         sync.RWMutex
+	partitions map[log.TopicPartition]*Partition
+}
+
+// New returns an empty Manager.
+func New(cfg Config) *Manager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.FS == nil {
+		cfg.FS = vfs.OS
+	}
+	if cfg.OnHighWatermark == nil {
+		cfg.OnHighWatermark = func(string, int32) {}
+	}
+	return &Manager{
+		cfg:        cfg,
+		lg:         cfg.Logger.With("component", "replica", "broker_id", cfg.BrokerID),
+		partitions: map[log.TopicPartition]*Partition{},
+	}
+}
+
+// BrokerID is the id of this broker.
+func (m *Manager) BrokerID() int32 { return m.cfg.BrokerID }
+
+// Partition returns a hosted partition, or ErrUnknownTopicOrPartition.
+func (m *Manager) Partition(topic string, partition int32) (*Partition, error) {
+	m.mu.RLock()
+	p, ok := m.partitions[log.TopicPartition{Topic: topic, Partition: partition}]
+	m.mu.RUnlock()
+	if !ok {
+		return nil, ErrUnknownTopicOrPartition
+	}
+	return p, nil
+}
+
+// Partitions returns every hosted partition, by topic then partition.
+func (m *Manager) Partitions() []*Partition {
+	m.mu.RLock()
+	ps := slices.Collect(maps.Values(m.partitions))
+	m.mu.RUnlock()
+	slices.SortFunc(ps, func(a, b *Partition) int {
+		if c := strings.Compare(a.topic, b.topic); c != 0 {
+			return c
+		}
+		return int(a.index - b.index)
+	})
+	return ps
+}
+
+// ApplyLeaderAndISR applies the controller's states for partitions whose
+// replicas include this broker: it opens (creating if needed) their logs,
+// checks their topic ids and makes this broker leader where the state
+// says so. Following another leader is not implemented yet: such a
+// partition's log is opened but serves no requests. The returned map
+// holds the partitions that failed and why.
+func (m *Manager) ApplyLeaderAndISR(states []PartitionState) map[log.TopicPartition]error {
+	errs := map[log.TopicPartition]error{}
+	for _, st := range states {
+		tp := log.TopicPartition{Topic: st.Topic, Partition: st.Partition}
+		if err := m.apply(st); err != nil {
+			m.lg.Error("cannot apply partition state", "topic", st.Topic, "partition", st.Partition,
+				"leader_epoch", st.LeaderEpoch, "err", err)
+			errs[tp] = err
+		}
+	}
+	return errs
+}
+
+func (m *Manager) apply(st PartitionState) error {
+	tp := log.TopicPartition{Topic: st.Topic, Partition: st.Partition}
+	m.mu.Lock()
+	p, ok := m.partitions[tp]
+	if !ok {
+		l, err := m.cfg.Logs.CreateLog(st.Topic, st.Partition, m.LogConfig(st.Config))
+		if err != nil {
+			m.mu.Unlock()
+			return err
+		}
+		if err := m.checkTopicID(l, st.TopicID); err != nil {
+			m.mu.Unlock()
+			return err
+		}
+		p = &Partition{m: m, topic: st.Topic, index: st.Partition, log: l, leaderEpoch: -1, leader: -1}
+		m.partitions[tp] = p
+	}
+	m.mu.Unlock()
+	return p.makeLeaderOrFollower(st)
+}
+
+// checkTopicID compares the partition.metadata of l with id, writing it
+// when it is missing.
+func (m *Manager) checkTopicID(l *log.Log, id [16]byte) error {
+	if id == ([16]byte{}) {
+		return nil
+	}
+	got, err := checkpoint.ReadPartitionMetadata(m.cfg.FS, l.Dir())
+	switch {
+	case err == nil && got != id:
+		return fmt.Errorf("%w: %s holds topic id %x, the controller's is %x", ErrInconsistentTopicID, l.Dir(), got, id)
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, checkpoint.ErrNoTopicID):
+		return checkpoint.WritePartitionMetadata(m.cfg.FS, l.Dir(), id)
+	}
+	return err
+}
+
+// SetTopicConfig applies a topic's changed configuration to its hosted
+// partitions (log settings take effect at once).
+func (m *Manager) SetTopicConfig(topic string, cfg config.Topic) error {
+	var errs []error
+	for _, p := range m.Partitions() {
+		if p.topic != topic {
+			continue
+		}
+		p.mu.Lock()
+		p.config = cfg
+		p.mu.Unlock()
+		if err := p.log.SetConfig(m.LogConfig(cfg)); err != nil {
+			errs = append(errs, fmt.Errorf("%s-%d: %w", topic, p.index, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// StopReplica stops hosting a partition; with deleteLog its directory is
+// renamed aside and removed (topic deletion), otherwise the log stays on
+// disk and is only forgotten until the next ApplyLeaderAndISR.
+func (m *Manager) StopReplica(topic string, partition int32, deleteLog bool) error {
+	tp := log.TopicPartition{Topic: topic, Partition: partition}
+	m.mu.Lock()
+	_, ok := m.partitions[tp]
+	delete(m.partitions, tp)
+	m.mu.Unlock()
+	if !ok && !deleteLog {
+		return nil
+	}
+	m.lg.Info("stopped replica", "topic", topic, "partition", partition, "delete", deleteLog)
+	if deleteLog {
+		return m.cfg.Logs.DeleteLog(topic, partition)
+	}
+	return nil
+}
+
+// LogConfig turns a topic's configuration into its log's settings.
+func (m *Manager) LogConfig(t config.Topic) log.Config {
+	c := LogConfig(t)
+	if m.cfg.ProducerIDExpirationMs > 0 {
+		c.ProducerIDExpirationMs = m.cfg.ProducerIDExpirationMs
+	}
+	return c
+}
+
+// LogConfig turns a topic's configuration into its log's settings, with
+// Kafka's default producer.id.expiration.ms.
+func LogConfig(t config.Topic) log.Config {
+	c := log.DefaultConfig()
+	c.SegmentBytes = int64(t.SegmentBytes)
+	c.SegmentMs = t.SegmentMs
+	c.SegmentJitterMs = t.SegmentJitterMs
+	c.IndexIntervalBytes = int64(t.IndexIntervalBytes)
+	c.MaxIndexSize = int64(t.SegmentIndexBytes)
+	c.RetentionMs = t.RetentionMs
+	c.RetentionBytes = t.RetentionBytes
+	c.FlushMessages = t.FlushMessages
+	c.FlushMs = t.FlushMs
+	c.FileDeleteDelayMs = t.FileDeleteDelayMs
+	c.MaxMessageBytes = int64(t.MaxMessageBytes)
+	c.MessageTimestampType = record.CreateTime
+	if t.MessageTimestampType == "LogAppendTime" {
+		c.MessageTimestampType = record.LogAppendTime
+	}
+	// An empty cleanup.policy (no deletion, no compaction) has no log
+	// setting yet; it is served as delete.
+	if p := t.CleanupPolicy.String(); p != "" {
+		c.CleanupPolicy = p
+	}
+	return c
+}

@@ -1,0 +1,504 @@
+//go:build linux
+
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/qk-project/qk/broker/api"
+	"github.com/qk-project/qk/broker/config"
+	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/log"
+	"github.com/qk-project/qk/broker/log/checkpoint"
+	"github.com/qk-project/qk/broker/metadata"
+	"github.com/qk-project/qk/broker/metadata/embedded"
+	"github.com/qk-project/qk/broker/network"
+	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/vfs"
+)
+
+// MetadataDir is the directory of the embedded metadata store inside the
+// first log dir. The log manager leaves it alone: it is not named like a
+// partition.
+const MetadataDir = "__qk_metadata"
+
+// ErrZooKeeper is returned by New when zookeeper.connect is set: qk does
+// not speak to ZooKeeper yet.
+var ErrZooKeeper = errors.New("broker: zookeeper.connect is set, but qk cannot use ZooKeeper yet; unset it to use the embedded metadata store")
+
+// ErrMetaProperties means a log dir's meta.properties belongs to another
+// broker or cluster.
+var ErrMetaProperties = errors.New("broker: meta.properties does not match")
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	lg    *slog.Logger
+	store metadata.Store
+	clock func() time.Time
+}
+
+// WithLogger sets the logger (nil discards).
+func WithLogger(lg *slog.Logger) Option { return func(o *options) { o.lg = lg } }
+
+// WithMetadataStore makes the broker use s (a session of a store shared by
+// several in-process brokers) instead of opening the embedded store in
+// its first log dir. The broker closes s at Close.
+func WithMetadataStore(s metadata.Store) Option { return func(o *options) { o.store = s } }
+
+// WithClock sets the wall clock of the logs and the API handlers.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
+
+// Server is one broker: the metadata store session, the logs, the
+// partitions it hosts, the controller role, the API handlers and the
+// network server, wired together.
+type Server struct {
+	static *config.Broker
+	cfg    atomic.Pointer[config.Broker] // static + dynamic broker configs
+	lg     *slog.Logger
+	now    func() time.Time
+	store  metadata.Store
+
+	clusterID   string
+	brokerEpoch int64
+	net         *network.Server
+	logs        *log.Manager
+	replicas    *replica.Manager
+	cache       *controller.Cache
+	ctrl        *controller.Controller
+	api         *api.Handler
+	ready       atomic.Bool
+
+	// hosted are the partitions the metadata gave this broker, for telling
+	// a deleted topic's logs (delete them) from stray ones (keep them).
+	hosted map[log.TopicPartition][16]byte
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+}
+
+// New checks cfg, opens the metadata store (the embedded one in
+// <log.dirs[0]>/__qk_metadata unless WithMetadataStore) and settles the
+// cluster id, writing meta.properties in every log dir on first start and
+// checking it afterwards. Nothing listens until Start.
+func New(cfg *config.Broker, opts ...Option) (*Server, error) {
+	o := options{clock: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.lg == nil {
+		o.lg = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ZookeeperConnect != "" {
+		return nil, ErrZooKeeper
+	}
+	if len(cfg.LogDirs) == 0 {
+		return nil, log.ErrLogDirs
+	}
+	s := &Server{static: cfg, lg: o.lg.With("broker_id", cfg.BrokerID), now: o.clock, store: o.store,
+		hosted: map[log.TopicPartition][16]byte{}}
+	s.cfg.Store(cfg)
+	for _, d := range cfg.LogDirs {
+		if err := vfs.MkdirAllSync(vfs.OS, d, 0o755); err != nil {
+			return nil, fmt.Errorf("broker: log dir %s: %w", d, err)
+		}
+	}
+	if s.store == nil {
+		st, err := embedded.Open(vfs.OS, filepath.Join(cfg.LogDirs[0], MetadataDir), embedded.WithLogger(o.lg))
+		if err != nil {
+			return nil, fmt.Errorf("broker: open metadata store: %w", err)
+		}
+		s.store = st
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.settleIdentity(ctx); err != nil {
+		s.store.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// settleIdentity creates Kafka's persistent paths, gets or creates the
+// cluster id and checks or writes meta.properties in every log dir.
+func (s *Server) settleIdentity(ctx context.Context) error {
+	if err := metadata.EnsureKafkaPaths(ctx, s.store); err != nil {
+		return fmt.Errorf("broker: metadata paths: %w", err)
+	}
+	id := s.static.BrokerID
+	var known string
+	props := map[string]checkpoint.MetaProperties{}
+	for _, d := range s.static.LogDirs {
+		mp, err := checkpoint.ReadMetaProperties(vfs.OS, d)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("broker: %w", err)
+		}
+		if mp.BrokerID != id {
+			return fmt.Errorf("%w: %s has broker.id %d, but this broker is %d", ErrMetaProperties, d, mp.BrokerID, id)
+		}
+		if mp.ClusterID != "" {
+			if known != "" && known != mp.ClusterID {
+				return fmt.Errorf("%w: log dirs belong to clusters %s and %s", ErrMetaProperties, known, mp.ClusterID)
+			}
+			known = mp.ClusterID
+		}
+		props[d] = mp
+	}
+	candidate := known
+	if candidate == "" {
+		candidate = metadata.FormatUUID(metadata.NewUUID())
+	}
+	clusterID, err := metadata.GetOrCreateClusterID(ctx, s.store, candidate)
+	if err != nil {
+		return fmt.Errorf("broker: cluster id: %w", err)
+	}
+	if known != "" && known != clusterID {
+		return fmt.Errorf("%w: the log dirs belong to cluster %s, the metadata store to %s (InconsistentClusterIdException)", ErrMetaProperties, known, clusterID)
+	}
+	s.clusterID = clusterID
+	for _, d := range s.static.LogDirs {
+		if mp, ok := props[d]; ok && mp.ClusterID == clusterID {
+			continue
+		}
+		mp := checkpoint.MetaProperties{Version: checkpoint.MetaVersionZK, BrokerID: id, ClusterID: clusterID}
+		if err := checkpoint.WriteMetaProperties(vfs.OS, d, mp); err != nil {
+			return fmt.Errorf("broker: write meta.properties: %w", err)
+		}
+	}
+	s.lg.Info("cluster identity", "cluster_id", clusterID)
+	return nil
+}
+
+// ClusterID is the cluster's id.
+func (s *Server) ClusterID() string { return s.clusterID }
+
+// Config is the broker's current configuration (static and dynamic).
+func (s *Server) Config() *config.Broker { return s.cfg.Load() }
+
+// Addrs are the bound addresses of the listeners, once started.
+func (s *Server) Addrs() []net.Addr {
+	if s.net == nil {
+		return nil
+	}
+	return s.net.Addrs()
+}
+
+// Handle serves a request once the broker is ready; before that it
+// closes the connection, and the client reconnects.
+func (s *Server) Handle(r *network.Request) {
+	if !s.ready.Load() {
+		s.lg.Debug("closing connection: broker still starting", "api_key", r.ApiKey)
+		r.CloseConnection()
+		return
+	}
+	s.api.Handle(r)
+}
+
+// Start binds the listeners, registers the broker, opens the logs
+// (recovering them after an unclean shutdown), loads the metadata, takes
+// part in the controller election and starts serving.
+func (s *Server) Start() (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("broker: already started")
+	}
+	s.started = true
+	cfg := s.static
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	defer func() {
+		if err != nil {
+			s.shutdown(context.Background())
+		}
+	}()
+
+	ls := make([]network.Listener, len(cfg.Listeners))
+	for i, l := range cfg.Listeners {
+		ls[i] = network.Listener{Name: l.Name, Host: l.Host, Port: l.Port}
+	}
+	s.net, err = network.New(network.Config{
+		Listeners:                ls,
+		NumNetworkThreads:        cfg.NumNetworkThreads,
+		NumIOThreads:             cfg.NumIOThreads,
+		QueuedMaxRequests:        cfg.QueuedMaxRequests,
+		SocketRequestMaxBytes:    int32(cfg.SocketRequestMaxBytes),
+		SocketSendBufferBytes:    cfg.SocketSendBufferBytes,
+		SocketReceiveBufferBytes: cfg.SocketReceiveBufferBytes,
+		ConnectionsMaxIdle:       time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		Logger:                   s.lg,
+	}, network.HandlerFunc(s.Handle))
+	if err != nil {
+		return err
+	}
+	if err := s.net.Start(); err != nil {
+		return err
+	}
+
+	endpoints, err := s.advertised()
+	if err != nil {
+		return err
+	}
+	s.brokerEpoch, err = controller.Register(ctx, s.store, cfg.BrokerID, endpoints, cfg.BrokerRack, s.now())
+	if err != nil {
+		return err
+	}
+	s.lg.Info("registered broker", "broker_epoch", s.brokerEpoch, "endpoints", fmt.Sprint(endpoints))
+
+	s.logs, err = log.OpenManager(log.ManagerConfig{
+		LogDirs:                         slices.Clone(cfg.LogDirs),
+		Logger:                          s.lg,
+		Clock:                           s.now,
+		DefaultConfig:                   replica.LogConfig(cfg.TopicDefaults()),
+		TopicConfig:                     s.storedTopicConfig,
+		NumRecoveryThreadsPerDataDir:    cfg.NumRecoveryThreadsPerDataDir,
+		RetentionCheckIntervalMs:        cfg.LogRetentionCheckIntervalMs,
+		FlushSchedulerIntervalMs:        cfg.LogFlushSchedulerIntervalMs,
+		FlushOffsetCheckpointIntervalMs: int64(cfg.LogFlushOffsetCheckpointIntervalMs),
+		FlushStartOffsetCheckpointMs:    int64(cfg.LogFlushStartOffsetCheckpointIntervalMs),
+		HighWatermarkCheckpointMs:       cfg.ReplicaHighWatermarkCheckpointMs,
+		BrokerEpoch:                     s.brokerEpoch,
+	})
+	if err != nil {
+		return fmt.Errorf("broker: open logs: %w", err)
+	}
+	s.replicas = replica.New(replica.Config{
+		BrokerID:               cfg.BrokerID,
+		Logs:                   s.logs,
+		Logger:                 s.lg,
+		ProducerIDExpirationMs: int64(cfg.ProducerIDExpirationMs),
+		OnHighWatermark: func(topic string, partition int32) {
+			if h := s.api; h != nil {
+				h.HighWatermarkAdvanced(topic, partition)
+			}
+		},
+	})
+	s.cache = controller.NewCache(controller.CacheConfig{Store: s.store, Logger: s.lg, OnChange: s.onMetadataChange})
+	s.ctrl = controller.New(controller.Config{BrokerID: cfg.BrokerID, Store: s.store, Cache: s.cache, Logger: s.lg, Clock: s.now})
+	s.api = api.New(api.Config{
+		BrokerID:   cfg.BrokerID,
+		Broker:     s.cfg.Load,
+		Replicas:   s.replicas,
+		Cache:      s.cache,
+		Controller: s.ctrl,
+		Store:      s.store,
+		LogDirs:    slices.Clone(cfg.LogDirs),
+		Logger:     s.lg,
+		Clock:      s.now,
+	})
+	if err := s.cache.Start(ctx); err != nil {
+		return fmt.Errorf("broker: load metadata: %w", err)
+	}
+	if err := s.ctrl.Start(ctx); err != nil {
+		return fmt.Errorf("broker: controller election: %w", err)
+	}
+	if err := s.cache.Sync(ctx); err != nil {
+		return err
+	}
+	s.reportStray()
+	s.ready.Store(true)
+	s.lg.Info("broker started", "cluster_id", s.clusterID, "controller", s.ctrl.IsActive(),
+		"addrs", fmt.Sprint(s.net.Addrs()), "partitions", len(s.replicas.Partitions()))
+	return nil
+}
+
+// advertised returns the advertised endpoints, with the host name for an
+// empty host and the bound port for port 0.
+func (s *Server) advertised() ([]metadata.Endpoint, error) {
+	bound := map[string]int{}
+	for i, a := range s.net.Addrs() {
+		if ta, ok := a.(*net.TCPAddr); ok {
+			bound[s.static.Listeners[i].Name] = ta.Port
+		}
+	}
+	var out []metadata.Endpoint
+	for _, l := range s.static.AdvertisedListeners {
+		e := metadata.Endpoint{Listener: l.Name, SecurityProtocol: l.SecurityProtocol, Host: l.Host, Port: int32(l.Port)}
+		if e.Host == "" {
+			h, err := os.Hostname()
+			if err != nil {
+				return nil, fmt.Errorf("broker: advertised listener %s has no host and the host name is unknown: %w", l.Name, err)
+			}
+			e.Host = h
+		}
+		if e.Port == 0 {
+			p, ok := bound[l.Name]
+			if !ok {
+				return nil, fmt.Errorf("broker: advertised listener %s has port 0 and no listener of that name", l.Name)
+			}
+			e.Port = int32(p)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// storedTopicConfig reads a topic's config from the store when the log
+// manager opens its logs at start-up.
+func (s *Server) storedTopicConfig(topic string) (log.Config, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	over, err := metadata.ReadEntityConfig(ctx, s.store, metadata.ConfigTopics, topic)
+	if err != nil || len(over) == 0 {
+		return log.Config{}, false
+	}
+	t, err := config.ResolveTopic(s.cfg.Load().TopicDefaults(), over)
+	if err != nil {
+		s.lg.Warn("stored topic config is invalid; using defaults", "topic", topic, "err", err)
+		return log.Config{}, false
+	}
+	return s.replicas.LogConfig(t), true
+}
+
+// reportStray warns about logs on disk that no topic in the metadata
+// gives this broker. They are kept (not served, not deleted).
+func (s *Server) reportStray() {
+	for _, l := range s.logs.Logs() {
+		tp := log.TopicPartition{Topic: l.Topic(), Partition: l.Partition()}
+		if _, ok := s.hosted[tp]; !ok {
+			s.lg.Warn("log not in the metadata; kept but not served", "topic", l.Topic(), "partition", l.Partition(), "dir", l.Dir())
+		}
+	}
+}
+
+// onMetadataChange applies a new metadata snapshot to this broker: the
+// dynamic broker config, then deletions, then the partitions it hosts
+// (Kafka's LeaderAndIsr). The cache calls it under its lock, in order.
+func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
+	id := s.static.BrokerID
+	defaultsChanged := false
+	if !equalConfigs(old.BrokerConfigs, new.BrokerConfigs) {
+		own := new.BrokerConfigs[strconv.Itoa(int(id))]
+		b, err := s.static.WithDynamic(new.BrokerConfigs[metadata.DefaultEntity], own)
+		if err != nil {
+			s.lg.Error("dynamic broker config not applied", "err", err)
+		} else {
+			s.cfg.Store(b)
+			defaultsChanged = true
+			s.lg.Info("applied dynamic broker config")
+		}
+	}
+	defaults := s.cfg.Load().TopicDefaults()
+
+	// Deleted topics, and topics re-created with a new id.
+	for tp, topicID := range s.hosted {
+		t, ok := new.Topics[tp.Topic]
+		if ok && t.ID == topicID && int(tp.Partition) < len(t.Partitions) {
+			continue
+		}
+		delete(s.hosted, tp)
+		if err := s.replicas.StopReplica(tp.Topic, tp.Partition, true); err != nil {
+			s.lg.Error("cannot delete partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		}
+	}
+
+	var states []replica.PartitionState
+	for _, name := range new.TopicNames() {
+		t := new.Topics[name]
+		prev := old.Topics[name]
+		same := prev != nil && prev.ID == t.ID && !defaultsChanged && maps.Equal(prev.Config, t.Config)
+		var tc config.Topic
+		resolved := false
+		for _, p := range t.Partitions {
+			if !slices.Contains(p.Replicas, id) {
+				continue
+			}
+			tp := log.TopicPartition{Topic: name, Partition: p.Partition}
+			if _, hosted := s.hosted[tp]; hosted && same && int(p.Partition) < len(prev.Partitions) && samePartition(prev.Partitions[p.Partition], p) {
+				continue
+			}
+			if !resolved {
+				var err error
+				tc, err = config.ResolveTopic(defaults, t.Config)
+				if err != nil {
+					s.lg.Error("topic config is invalid; using defaults", "topic", name, "err", err)
+					tc = defaults
+				}
+				resolved = true
+			}
+			states = append(states, replica.PartitionState{
+				Topic: name, TopicID: t.ID, Partition: p.Partition, Leader: p.Leader,
+				LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, Replicas: p.Replicas, Config: tc,
+			})
+			s.hosted[tp] = t.ID
+		}
+	}
+	if len(states) > 0 {
+		for tp, err := range s.replicas.ApplyLeaderAndISR(states) {
+			s.lg.Error("partition not hosted", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+			delete(s.hosted, tp)
+		}
+	}
+}
+
+func samePartition(a, b controller.PartitionInfo) bool {
+	return a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch &&
+		slices.Equal(a.ISR, b.ISR) && slices.Equal(a.Replicas, b.Replicas)
+}
+
+func equalConfigs(a, b map[string]map[string]string) bool {
+	return maps.EqualFunc(a, b, func(x, y map[string]string) bool { return maps.Equal(x, y) })
+}
+
+// Close shuts the broker down cleanly: it stops accepting connections,
+// answers the requests in flight (waiting fetches at once), leaves the
+// controller role and the cluster (the ephemeral nodes go with the
+// session), flushes every log and writes the checkpoints and the
+// clean-shutdown marker. If ctx ends first, connections are cut and the
+// logs are still closed cleanly.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	return s.shutdown(ctx)
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	s.closed = true
+	var errs []error
+	if s.api != nil {
+		s.api.Close()
+	}
+	if s.net != nil {
+		if err := s.net.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("broker: network shutdown: %w", err))
+		}
+	}
+	s.ready.Store(false)
+	if s.ctrl != nil {
+		s.ctrl.Close()
+	}
+	if s.cache != nil {
+		s.cache.Close()
+	}
+	if err := s.store.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("broker: close metadata store: %w", err))
+	}
+	if s.logs != nil {
+		if err := s.logs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: close logs: %w", err))
+		}
+	}
+	s.lg.Info("broker stopped")
+	return errors.Join(errs...)
+}
