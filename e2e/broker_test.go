@@ -385,6 +385,45 @@ func createTopic(t testing.TB, adm *kadm.Client, topic string, partitions int32,
 	}
 }
 
+// waitTopicReady polls Metadata until topic has the given number of
+// partitions, each led by broker 0. A broker may answer ApiVersions before
+// it has loaded every log; a client retries through that, but a test that
+// asks for offsets right after a restart must wait for it too.
+func waitTopicReady(t testing.TB, adm *kadm.Client, topic string, partitions int) {
+	t.Helper()
+	deadline := time.Now().Add(readyTimeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last string
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		md, err := adm.Metadata(ctx, topic)
+		cancel()
+		if err != nil {
+			last = err.Error()
+		} else if d := md.Topics[topic]; d.Err != nil {
+			last = d.Err.Error()
+		} else if len(d.Partitions) != partitions {
+			last = fmt.Sprintf("%d partitions", len(d.Partitions))
+		} else {
+			ready := true
+			for _, p := range d.Partitions {
+				if p.Err != nil || p.Leader != 0 {
+					ready = false
+					last = fmt.Sprintf("partition %d: leader %d, err %v", p.Partition, p.Leader, p.Err)
+				}
+			}
+			if ready {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s not ready with %d partitions led by broker 0 within %v: %s", topic, partitions, readyTimeout, last)
+		}
+		<-tick.C
+	}
+}
+
 // endOffsets returns each partition's high watermark (the end offset a
 // consumer sees).
 func endOffsets(t testing.TB, adm *kadm.Client, topic string) map[int32]int64 {

@@ -99,6 +99,7 @@ func TestKillAfterAckedWrites(t *testing.T) {
 	// for a clean shutdown and recovery skipped.
 	b.stop()
 	b.restart()
+	waitTopicReady(t, b.admin(), topic, partitions)
 	if b.cleanShutdownMarker() {
 		t.Fatalf("%s still present while the broker runs: a crash now would skip log recovery", cleanShutdownFile)
 	}
@@ -124,6 +125,7 @@ func TestKillAfterAckedWrites(t *testing.T) {
 	}
 	b.restart()
 	requireRecovered(t, b)
+	waitTopicReady(t, b.admin(), topic, partitions)
 	requireAcked(t, b, topic, log.acks)
 
 	// Kills during a load: the producer keeps requests in flight, and the
@@ -132,6 +134,7 @@ func TestKillAfterAckedWrites(t *testing.T) {
 		killDuringLoad(t, b, topic, partitions, rng, k, &log)
 		b.restart()
 		requireRecovered(t, b)
+		waitTopicReady(t, b.admin(), topic, partitions)
 		requireAcked(t, b, topic, log.acks)
 	}
 
