@@ -17,10 +17,10 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/qk
 
-# Until the broker exists `run` builds qk and shows its commands; it becomes
-# `qk broker start` with the embedded defaults when the broker lands.
+# A single broker with the embedded defaults: PLAINTEXT://127.0.0.1:9092,
+# data and metadata in ./qk-data. Ctrl-C stops it cleanly.
 run: build
-	./$(BIN) --help
+	./$(BIN) broker start
 
 # Everything CI runs: system packages, lint, build, unit tests with the race
 # detector, then integration and end-to-end tests.

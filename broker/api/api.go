@@ -57,7 +57,7 @@ func New(cfg Config) *Handler {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &Handler{cfg: cfg, lg: cfg.Logger.With("component", "api", "broker_id", cfg.BrokerID), now: cfg.Clock}
+	return &Handler{cfg: cfg, lg: cfg.Logger.With("component", "api"), now: cfg.Clock}
 }
 
 // call is one request being served.

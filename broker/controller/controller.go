@@ -72,7 +72,7 @@ func New(cfg Config) *Controller {
 		cfg.Clock = time.Now
 	}
 	c := &Controller{id: cfg.BrokerID, store: cfg.Store, cache: cfg.Cache, now: cfg.Clock,
-		lg: cfg.Logger.With("component", "controller", "broker_id", cfg.BrokerID)}
+		lg: cfg.Logger.With("component", "controller")}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }

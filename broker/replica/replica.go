@@ -90,7 +90,7 @@ func New(cfg Config) *Manager {
 	}
 	return &Manager{
 		cfg:        cfg,
-		lg:         cfg.Logger.With("component", "replica", "broker_id", cfg.BrokerID),
+		lg:         cfg.Logger.With("component", "replica"),
 		partitions: map[log.TopicPartition]*Partition{},
 	}
 }
