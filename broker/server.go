@@ -267,7 +267,7 @@ func (s *Server) Start() (err error) {
 		LogDirs:                         slices.Clone(cfg.LogDirs),
 		Logger:                          s.lg,
 		Clock:                           s.now,
-		DefaultConfig:                   replica.LogConfig(cfg.TopicDefaults()),
+		DefaultConfig:                   s.logConfig(cfg.TopicDefaults()),
 		TopicConfig:                     s.storedTopicConfig,
 		NumRecoveryThreadsPerDataDir:    cfg.NumRecoveryThreadsPerDataDir,
 		RetentionCheckIntervalMs:        cfg.LogRetentionCheckIntervalMs,
@@ -365,7 +365,17 @@ func (s *Server) storedTopicConfig(topic string) (log.Config, bool) {
 		s.lg.Warn("stored topic config is invalid; using defaults", "topic", topic, "err", err)
 		return log.Config{}, false
 	}
-	return s.replicas.LogConfig(t), true
+	return s.logConfig(t), true
+}
+
+// logConfig is a topic's log settings with the broker's
+// producer.id.expiration.ms.
+func (s *Server) logConfig(t config.Topic) log.Config {
+	c := replica.LogConfig(t)
+	if ms := s.static.ProducerIDExpirationMs; ms > 0 {
+		c.ProducerIDExpirationMs = int64(ms)
+	}
+	return c
 }
 
 // reportStray warns about logs on disk that no topic in the metadata
