@@ -26,6 +26,7 @@ import (
 	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/metadata/embedded"
 	"github.com/qk-project/qk/broker/network"
+	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/replica"
 	"github.com/qk-project/qk/broker/vfs"
 )
@@ -81,6 +82,7 @@ type Server struct {
 	cache       *controller.Cache
 	ctrl        *controller.Controller
 	api         *api.Handler
+	fetches     *purgatory.Purgatory[purgatory.Key]
 	ready       atomic.Bool
 
 	// hosted are the partitions the metadata gave this broker, for telling
@@ -293,6 +295,7 @@ func (s *Server) Start() (err error) {
 	})
 	s.cache = controller.NewCache(controller.CacheConfig{Store: s.store, Logger: s.lg, OnChange: s.onMetadataChange})
 	s.ctrl = controller.New(controller.Config{BrokerID: cfg.BrokerID, Store: s.store, Cache: s.cache, Logger: s.lg, Clock: s.now})
+	s.fetches = purgatory.New[purgatory.Key]("fetch", purgatory.WithLogger(s.lg))
 	s.api = api.New(api.Config{
 		BrokerID:   cfg.BrokerID,
 		Broker:     s.cfg.Load,
@@ -300,6 +303,7 @@ func (s *Server) Start() (err error) {
 		Cache:      s.cache,
 		Controller: s.ctrl,
 		Store:      s.store,
+		Fetches:    s.fetches,
 		LogDirs:    slices.Clone(cfg.LogDirs),
 		Logger:     s.lg,
 		Clock:      s.now,
@@ -486,8 +490,10 @@ func (s *Server) Close(ctx context.Context) error {
 func (s *Server) shutdown(ctx context.Context) error {
 	s.closed = true
 	var errs []error
-	if s.api != nil {
-		s.api.Close()
+	if s.fetches != nil {
+		// Waiting fetches are answered now, later ones do not wait: the
+		// network server then has nothing long in flight to drain.
+		s.fetches.Shutdown()
 	}
 	if s.net != nil {
 		if err := s.net.Shutdown(ctx); err != nil {

@@ -2,9 +2,6 @@ package api
 
 import (
 	"errors"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -13,6 +10,7 @@ import (
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/network"
+	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/replica"
 )
 
@@ -53,21 +51,14 @@ import (
 // * v15: replica state instead of replica id; v16: node endpoints
 // * v17: replica directory id (ignored); v18: high watermark tag (ignored)
 
-// FetchKey is the purgatory key of a partition's delayed fetches.
-func FetchKey(topic string, partition int32) string {
-	return topic + "-" + strconv.Itoa(int(partition))
-}
-
-// delayedFetch is one Fetch request, answered at once or after waiting.
+// delayedFetch is one Fetch request, answered at once or after waiting
+// in the fetch purgatory. The purgatory runs TryComplete, OnExpiration
+// and OnComplete one at a time, under the operation's lock.
 type delayedFetch struct {
-	h        *Handler
-	c        *call
-	req      *kmsg.FetchRequest
-	deadline time.Time
-	done     atomic.Bool
-	keys     []string
-
-	mu sync.Mutex // read and respond: tryComplete may run on several goroutines
+	purgatory.Base
+	h   *Handler
+	c   *call
+	req *kmsg.FetchRequest
 
 	resp  fetchResponse
 	bytes int64
@@ -76,56 +67,55 @@ type delayedFetch struct {
 
 func (h *Handler) handleFetch(c *call) {
 	req := c.req.(*kmsg.FetchRequest)
-	f := &delayedFetch{h: h, c: c, req: req,
-		deadline: c.r.ReceivedAt.Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)}
-	if c.r.ReceivedAt.IsZero() {
-		f.deadline = h.now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	}
+	f := &delayedFetch{h: h, c: c, req: req}
 	if req.SessionID != 0 {
 		f.resp = fetchResponse{version: c.version, errorCode: kerr.FetchSessionIDNotFound.Code}
 		f.respond()
 		return
 	}
-	f.read()
-	if f.ready() || h.closing.Load() {
-		f.respond()
-		return
+	received := c.r.ReceivedAt
+	if received.IsZero() {
+		received = h.now()
 	}
-	h.waitFetch(f)
+	wait := time.Duration(req.MaxWaitMillis)*time.Millisecond - h.now().Sub(received)
+	h.cfg.Fetches.TryCompleteElseWatch(f, wait, f.keys()...)
 }
 
-// ready reports whether the fetch should be answered now.
-func (f *delayedFetch) ready() bool {
-	return f.stop || f.req.MaxWaitMillis <= 0 || f.bytes >= int64(f.req.MinBytes) ||
-		len(f.resp.topics) == 0 || !f.h.now().Before(f.deadline)
+// keys are the purgatory keys of the request's partitions.
+func (f *delayedFetch) keys() []purgatory.Key {
+	snap := f.h.cfg.Cache.Snapshot()
+	var keys []purgatory.Key
+	for _, rt := range f.req.Topics {
+		name := rt.Topic
+		if f.c.version >= 13 {
+			t, ok := snap.TopicByID(rt.TopicID)
+			if !ok {
+				continue
+			}
+			name = t.Name
+		}
+		for _, rp := range rt.Partitions {
+			keys = append(keys, purgatory.Key{Topic: name, Partition: rp.Partition})
+		}
+	}
+	return keys
 }
 
-// tryComplete re-reads the partitions and answers if there is enough.
-// The purgatory calls it when a watched partition's high watermark moved.
-func (f *delayedFetch) tryComplete() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.done.Load() {
-		return true
-	}
+// TryComplete re-reads the partitions and completes the fetch when there
+// is enough to answer: min_bytes, an error, or nothing to wait for.
+func (f *delayedFetch) TryComplete() bool {
 	f.read()
-	if f.stop || f.bytes >= int64(f.req.MinBytes) {
-		f.respond()
-		return true
+	if f.stop || f.bytes >= int64(f.req.MinBytes) || len(f.resp.topics) == 0 {
+		return f.ForceComplete()
 	}
 	return false
 }
 
-// expire answers with whatever is there once max_wait has passed.
-func (f *delayedFetch) expire() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.done.Load() {
-		return
-	}
-	f.read()
-	f.respond()
-}
+// OnExpiration reads once more, so the answer has what arrived last.
+func (f *delayedFetch) OnExpiration() { f.read() }
+
+// OnComplete sends the response.
+func (f *delayedFetch) OnComplete() { f.respond() }
 
 // read builds the response from the logs as they are now.
 func (f *delayedFetch) read() {
@@ -139,7 +129,6 @@ func (f *delayedFetch) read() {
 	first := true // no partition has returned data yet
 	f.resp = fetchResponse{version: v}
 	f.bytes, f.stop = 0, false
-	collectKeys := f.keys == nil
 	var endpoints map[int32]bool
 
 	for _, rt := range req.Topics {
@@ -159,9 +148,6 @@ func (f *delayedFetch) read() {
 		}
 		for _, rp := range rt.Partitions {
 			fp := newFetchPartition(rp.Partition, 0)
-			if collectKeys && topicErr == nil {
-				f.keys = append(f.keys, FetchKey(name, rp.Partition))
-			}
 			err := topicErr
 			var p *replica.Partition
 			if err == nil {
@@ -233,11 +219,8 @@ func (f *delayedFetch) read() {
 	}
 }
 
-// respond frames and sends the response, once.
+// respond frames and sends the response.
 func (f *delayedFetch) respond() {
-	if !f.done.CompareAndSwap(false, true) {
-		return
-	}
 	bp := bufPool.Get().(*[]byte)
 	var hdr [5]byte
 	h := f.c.header(hdr[:0])

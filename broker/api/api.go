@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,6 +12,7 @@ import (
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/network"
+	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/replica"
 )
 
@@ -26,6 +26,10 @@ type Config struct {
 	Cache      *controller.Cache
 	Controller *controller.Controller
 	Store      metadata.Store
+	// Fetches holds long-poll fetches until enough data arrives or their
+	// wait ends, keyed by partition. Its owner shuts it down before the
+	// network server, so waiting fetches are answered at once.
+	Fetches *purgatory.Purgatory[purgatory.Key]
 	// LogDirs are the broker's log directories, for DescribeLogDirs.
 	LogDirs []string
 	Logger  *slog.Logger
@@ -37,9 +41,6 @@ type Handler struct {
 	cfg Config
 	lg  *slog.Logger
 	now func() time.Time
-
-	fetchWait fetchWaiters
-	closing   atomic.Bool
 
 	pidMu    sync.Mutex // producer ids: the current block
 	pidNext  int64
@@ -188,3 +189,9 @@ func clientID(r *network.Request) string {
 
 // broker is the current broker configuration.
 func (h *Handler) broker() *config.Broker { return h.cfg.Broker() }
+
+// HighWatermarkAdvanced completes the fetches waiting on a partition that
+// now have enough data. The replica manager calls it after every advance.
+func (h *Handler) HighWatermarkAdvanced(topic string, partition int32) {
+	h.cfg.Fetches.CheckAndComplete(purgatory.Key{Topic: topic, Partition: partition})
+}

@@ -55,8 +55,11 @@
 //
 // # Delayed fetches
 //
-// A fetch that has less than min_bytes waits, without a goroutine, until a
-// high watermark of one of its partitions moves (the replica manager
-// calls HighWatermarkAdvanced) or max_wait passes. Close answers all
-// waiting fetches at once for shutdown.
+// A fetch that has less than min_bytes is a purgatory.Operation watched
+// under its partitions' keys in the fetch purgatory: no goroutine waits
+// for it. When a high watermark moves, the replica manager calls
+// HighWatermarkAdvanced, which re-reads the fetches watching that
+// partition and answers those that now have enough; the operation's timer
+// answers the others at max_wait with what there is. Shutting the
+// purgatory down answers every waiting fetch at once.
 package api
