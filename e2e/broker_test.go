@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -290,6 +291,24 @@ func (b *broker) cleanShutdownMarker() bool {
 func (b *broker) log() string {
 	data, _ := os.ReadFile(b.logPath)
 	return string(data)
+}
+
+// waitLog polls the log of the latest start until re matches or the
+// timeout passes, and returns the log as last read.
+func (b *broker) waitLog(re *regexp.Regexp, timeout time.Duration) (string, bool) {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		log := b.log()
+		if re.MatchString(log) {
+			return log, true
+		}
+		if time.Now().After(deadline) {
+			return log, false
+		}
+		<-tick.C
+	}
 }
 
 // cleanup kills a broker the test left running and, when the test failed,

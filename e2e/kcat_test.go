@@ -121,6 +121,16 @@ func TestKcatRoundTrip(t *testing.T) {
 		requireSameLines(t, "kcat -C -o -10", got, bytes.Join(lines[len(lines)-10:], nil))
 	})
 
+	t.Run("kcat/auto-create", func(t *testing.T) {
+		// auto.create.topics.enable is on by default: kcat's produce
+		// creates the topic. -p 0 keeps the order whatever num.partitions is.
+		in := kcatInput(1_000, 2)
+		runCmd(t, time.Minute, in, kcat, "-P", "-b", b.addr, "-t", "kcat-auto", "-p", "0", "-K:")
+		got := runCmd(t, time.Minute, nil, kcat, "-C", "-b", b.addr, "-t", "kcat-auto", "-p", "0",
+			"-e", "-q", "-o", "beginning", "-f", kcatFormat)
+		requireSameLines(t, "kcat -C of an auto-created topic", got, kcatExpect(in).text)
+	})
+
 	for _, c := range codecs {
 		t.Run("franz-go/"+c.name, func(t *testing.T) {
 			topic := "franz-" + c.name

@@ -19,7 +19,8 @@ import (
 // starts a new process on the same directory: topics, their partition
 // counts and per-topic configs (kept in the metadata store), and records
 // with keys, headers and timestamps (kept in the logs, across several
-// segments) must all come back, and appends continue at the old end.
+// segments) must all come back, and an idempotent producer that lived
+// through the restart appends at the old end.
 func TestRestartKeepsTopicsConfigsAndData(t *testing.T) {
 	const (
 		topic      = "restart"
@@ -61,7 +62,6 @@ func TestRestartKeepsTopicsConfigsAndData(t *testing.T) {
 	if err := cl.ProduceSync(ctxFor(t, time.Minute), recs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
-	cl.Close()
 	ends := endOffsets(t, adm, topic)
 
 	b.stop()
@@ -95,15 +95,25 @@ func TestRestartKeepsTopicsConfigsAndData(t *testing.T) {
 		}
 	}
 
-	// Appends continue where the logs ended.
-	cl = b.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic))
-	res := cl.ProduceSync(ctxFor(t, 30*time.Second), &kgo.Record{Partition: 0, Value: []byte("after restart")})
-	r, err := res.First()
-	if err != nil {
+	// The producer outlives the broker process: it reconnects and its
+	// next appends, with the same producer id and the next sequence
+	// numbers, continue where the logs ended, once each.
+	res := cl.ProduceSync(ctxFor(t, 30*time.Second),
+		&kgo.Record{Partition: 0, Value: []byte("after restart 0")},
+		&kgo.Record{Partition: 1, Value: []byte("after restart 1")})
+	if err := res.FirstErr(); err != nil {
 		t.Fatalf("produce after restart: %v", err)
 	}
-	if r.Offset != ends[0] {
-		t.Fatalf("first record after restart at offset %d, want %d", r.Offset, ends[0])
+	for _, r := range res {
+		if r.Record.Offset != ends[r.Record.Partition] {
+			t.Errorf("first record after restart in partition %d at offset %d, want %d", r.Record.Partition, r.Record.Offset, ends[r.Record.Partition])
+		}
+	}
+	after := endOffsets(t, adm, topic)
+	for p, end := range ends {
+		if after[p] != end+1 {
+			t.Errorf("partition %d ends at %d after one more record, want %d", p, after[p], end+1)
+		}
 	}
 }
 

@@ -77,8 +77,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.qk, "qk", "", "qk binary to benchmark (default: go build ./cmd/qk into a temporary directory)")
-	fs.IntVar(&c.records1k, "records-1k", 1_000_000, "records per run of 1 KiB values")
-	fs.IntVar(&c.records100, "records-100", 3_000_000, "records per run of 100 B values")
+	fs.IntVar(&c.records1k, "records-1k", 2_000_000, "records per run of 1 KiB values")
+	fs.IntVar(&c.records100, "records-100", 6_000_000, "records per run of 100 B values")
 	fs.IntVar(&c.runs, "runs", 5, "measured runs per record size; the table shows their median")
 	fs.IntVar(&c.warmup, "warmup", 1, "unmeasured runs before the measured ones")
 	fs.IntVar(&c.inflight, "inflight", 5, "produce requests in flight (Kafka's max.in.flight.requests.per.connection default)")
@@ -117,6 +117,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		c.qk = bin
 	}
 	version, _ := exec.Command(c.qk, "--version").Output()
+	// The checkout the figures belong to, when run from one.
+	commit, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
 
 	var extra []string
 	for _, s := range c.sets {
@@ -145,6 +147,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	rep := report{
 		date:    time.Now(),
 		version: strings.TrimSpace(string(version)),
+		commit:  strings.TrimSpace(string(commit)),
 		cfg:     c,
 	}
 	for _, sz := range []struct {
@@ -334,6 +337,7 @@ func medianOf(runs []metrics) metrics {
 type report struct {
 	date    time.Time
 	version string
+	commit  string
 	cfg     config
 	runs    []metrics
 }
@@ -344,7 +348,11 @@ var columns = []string{"records/run", "produce rec/s", "produce MiB/s", "p50 ms"
 func (r report) markdown() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# qk broker bench, %s\n\n", r.date.Format("2006-01-02 15:04"))
-	fmt.Fprintf(&sb, "%s; %s %s/%s, %d CPUs.\n", orUnknown(r.version), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+	fmt.Fprintf(&sb, "%s", orUnknown(r.version))
+	if r.commit != "" {
+		fmt.Fprintf(&sb, " (checkout %s)", r.commit)
+	}
+	fmt.Fprintf(&sb, "; %s %s/%s, %d CPUs.\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	fmt.Fprintf(&sb, "`qk broker start` (defaults%s) in its own process; franz-go producer then consumer over 127.0.0.1; "+
 		"1 partition, acks=1, no compression, random values, %d produce requests in flight, up to %s records buffered; %s. "+
 		"MiB and GiB count record values; latency runs from the Produce call to the acknowledgement, "+
