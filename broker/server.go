@@ -195,6 +195,9 @@ func (s *Server) ClusterID() string { return s.clusterID }
 // Config is the broker's current configuration (static and dynamic).
 func (s *Server) Config() *config.Broker { return s.cfg.Load() }
 
+// FetchPurgatory holds the waiting fetches (nil before Start).
+func (s *Server) FetchPurgatory() *purgatory.Purgatory[purgatory.Key] { return s.fetches }
+
 // Replicas is the broker's replica manager (nil before Start).
 func (s *Server) Replicas() *replica.Manager { return s.replicas }
 
