@@ -195,6 +195,9 @@ func (s *Server) ClusterID() string { return s.clusterID }
 // Config is the broker's current configuration (static and dynamic).
 func (s *Server) Config() *config.Broker { return s.cfg.Load() }
 
+// Cache is the broker's view of the cluster metadata (nil before Start).
+func (s *Server) Cache() *controller.Cache { return s.cache }
+
 // FetchPurgatory holds the waiting fetches (nil before Start).
 func (s *Server) FetchPurgatory() *purgatory.Purgatory[purgatory.Key] { return s.fetches }
 
