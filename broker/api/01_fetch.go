@@ -81,21 +81,27 @@ func (h *Handler) handleFetch(c *call) {
 	h.cfg.Fetches.TryCompleteElseWatch(f, wait, f.keys()...)
 }
 
-// keys are the purgatory keys of the request's partitions.
+// keys are the purgatory keys of the request's known partitions. Their
+// names come from the metadata cache, never from the request: request
+// strings alias the frame, which is reused once the response is written,
+// while a completed operation's keys may stay in the purgatory's maps
+// until the next purge. Unknown topics need no key: they answer at once.
 func (f *delayedFetch) keys() []purgatory.Key {
 	snap := f.h.cfg.Cache.Snapshot()
 	var keys []purgatory.Key
 	for _, rt := range f.req.Topics {
-		name := rt.Topic
+		var t *controller.Topic
+		var ok bool
 		if f.c.version >= 13 {
-			t, ok := snap.TopicByID(rt.TopicID)
-			if !ok {
-				continue
-			}
-			name = t.Name
+			t, ok = snap.TopicByID(rt.TopicID)
+		} else {
+			t, ok = snap.Topics[rt.Topic]
+		}
+		if !ok {
+			continue
 		}
 		for _, rp := range rt.Partitions {
-			keys = append(keys, purgatory.Key{Topic: name, Partition: rp.Partition})
+			keys = append(keys, purgatory.Key{Topic: t.Name, Partition: rp.Partition})
 		}
 	}
 	return keys
