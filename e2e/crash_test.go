@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -91,7 +90,9 @@ func TestKillAfterAckedWrites(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 
-	b := startBroker(t)
+	// Small segments: recovery must handle rolled segments and their
+	// indexes, and the kills can land during a roll.
+	b := startBroker(t, withSet("log.segment.bytes=1048576"))
 	createTopic(t, b.admin(), topic, partitions, nil)
 
 	// A clean stop and start first: the restarted broker must remove the
@@ -286,9 +287,16 @@ func requireDumpSegment(t *testing.T, b *broker, topic string, partitions int) {
 		}
 	}
 	sort.Strings(files)
-	if !slices.ContainsFunc(files, func(f string) bool { return filepath.Ext(f) == ".log" }) {
+	segments := 0
+	for _, f := range files {
+		if filepath.Ext(f) == ".log" {
+			segments++
+		}
+	}
+	if segments == 0 {
 		t.Fatalf("no segment files under %s", b.dataDir)
 	}
+	t.Logf("qk dump-segment over %d segments of %d partitions, with their indexes", segments, partitions)
 	// The dump itself (one line per record) is not needed, only the
 	// verdict: stdout goes to /dev/null, stderr is shown on failure.
 	cmd := exec.CommandContext(ctxFor(t, 2*time.Minute), qkBin, append([]string{"dump-segment", "--deep-iteration"}, files...)...)
