@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -218,7 +219,10 @@ func (c *Controller) CreateTopic(ctx context.Context, spec TopicSpec, validateOn
 	if other, ok := collides(snap, spec.Name); ok {
 		return nil, fmt.Errorf("%w: topic '%s' collides with existing topic: %s", ErrTopicCollision, spec.Name, other)
 	}
-	live := snap.BrokerIDs()
+	live, err := c.liveBrokers(ctx)
+	if err != nil {
+		return nil, err
+	}
 	assignment := spec.Assignment
 	if len(assignment) == 0 {
 		if spec.NumPartitions <= 0 {
@@ -295,7 +299,10 @@ func (c *Controller) CreatePartitions(ctx context.Context, topic string, total i
 	case total == cur:
 		return fmt.Errorf("%w: topic already has %d partitions", ErrInvalidPartitions, cur)
 	}
-	live := snap.BrokerIDs()
+	live, err := c.liveBrokers(ctx)
+	if err != nil {
+		return err
+	}
 	full := map[int32][]int32{}
 	for _, p := range t.Partitions {
 		full[p.Partition] = p.Replicas
@@ -397,6 +404,23 @@ func (c *Controller) deleteTopicLocked(ctx context.Context, topic string) error 
 	}
 	c.lg.Info("deleted topic", "topic", topic, "topic_id", metadata.FormatUUID(a.TopicID))
 	return nil
+}
+
+// liveBrokers lists the registered brokers from the store itself, not the
+// cache: a broker that registered a moment ago gets partitions too.
+func (c *Controller) liveBrokers(ctx context.Context) ([]int32, error) {
+	ids, _, err := c.store.Children(ctx, metadata.BrokerIDsPath)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int32, 0, len(ids))
+	for _, s := range ids {
+		if id, err := strconv.ParseInt(s, 10, 32); err == nil {
+			out = append(out, int32(id))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // collides finds an existing topic whose name equals name once '.' and
