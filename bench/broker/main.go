@@ -60,6 +60,7 @@ type config struct {
 	warmup     int
 	inflight   int
 	buffered   int
+	timeout    time.Duration
 	quick      bool
 	out        string
 	sets       []string
@@ -83,6 +84,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.warmup, "warmup", 1, "unmeasured runs before the measured ones")
 	fs.IntVar(&c.inflight, "inflight", 5, "produce requests in flight (Kafka's max.in.flight.requests.per.connection default)")
 	fs.IntVar(&c.buffered, "max-buffered", 50_000, "records the producer buffers before Produce blocks (franz-go's default); latency includes this queue")
+	fs.DurationVar(&c.timeout, "phase-timeout", 5*time.Minute, "give up on a produce or consume phase after this long (a stuck broker must not hang the bench)")
 	fs.BoolVar(&c.quick, "quick", false, "tiny counts, one run, no warm-up: checks that the tool works, measures nothing")
 	fs.StringVar(&c.out, "o", "", "also write the Markdown report to this file")
 	fs.Func("set", "broker setting key=value, passed to qk broker start --set (repeatable)", func(s string) error {
@@ -101,8 +103,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if c.quick {
 		c.records1k, c.records100, c.runs, c.warmup = 2_000, 10_000, 1, 0
 	}
-	if c.records1k < 1 || c.records100 < 1 || c.runs < 1 || c.warmup < 0 || c.inflight < 1 || c.buffered < 1 {
-		return errors.New("-records-1k, -records-100, -runs, -inflight and -max-buffered must be positive, -warmup not negative")
+	if c.records1k < 1 || c.records100 < 1 || c.runs < 1 || c.warmup < 0 || c.inflight < 1 || c.buffered < 1 || c.timeout <= 0 {
+		return errors.New("-records-1k, -records-100, -runs, -inflight and -max-buffered and -phase-timeout must be positive, -warmup not negative")
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -209,7 +211,9 @@ func runOnce(ctx context.Context, b *brokerProc, adm *kadm.Client, size, n int, 
 	if err != nil {
 		return metrics{}, err
 	}
-	p, err := produce(ctx, b.addr, topic, n, size, pool, c.inflight, c.buffered)
+	pctx, cancel := context.WithTimeout(ctx, c.timeout)
+	p, err := produce(pctx, b.addr, topic, n, size, pool, c.inflight, c.buffered)
+	cancel()
 	if err != nil {
 		return metrics{}, err
 	}
@@ -217,7 +221,9 @@ func runOnce(ctx context.Context, b *brokerProc, adm *kadm.Client, size, n int, 
 	if err != nil {
 		return metrics{}, err
 	}
-	cr, err := consume(ctx, b.addr, topic, n)
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	cr, err := consume(cctx, b.addr, topic, n)
+	cancel()
 	if err != nil {
 		return metrics{}, err
 	}
