@@ -14,9 +14,11 @@ import (
 //   before v3, which does not know that code)
 // * Unknown names: UNKNOWN_TOPIC_OR_PARTITION; unknown ids (v6):
 //   UNKNOWN_TOPIC_ID; both a name and an id: INVALID_REQUEST
-// * The topic's nodes go in one Multi; every broker hosting a partition
-//   renames its directory to <topic>-<p>.<uuid>-delete and removes it
-//   (broker/log.Manager.DeleteLog) when its cache sees the topic gone
+// * The topic's nodes go in one Multi; every broker hosting a partition,
+//   when its cache sees the topic gone, renames the directory to
+//   <topic>-<p>.<uuid>-delete at once and removes it in the background
+//   after file.delete.delay.ms (broker/log.Manager.DeleteLog), so fetches
+//   being sent from its files finish first
 //
 // Version notes:
 // * v1: throttle; v5: error message; v6: topics by name or id

@@ -87,6 +87,9 @@ type Manager struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+	// deleting counts DeleteLog's background removals; Close waits for
+	// them (they finish at once when stop closes).
+	deleting sync.WaitGroup
 }
 
 // OpenManager opens every partition directory <topic>-<partition> of every
@@ -338,9 +341,14 @@ func (m *Manager) CreateLog(topic string, partition int32, cfg Config) (*Log, er
 	return l, nil
 }
 
-// DeleteLog closes a partition's log and removes its directory: it is
-// renamed <topic>-<partition>.<uuid>-delete first (so a crash cannot leave
-// a half-deleted partition that looks live), then removed.
+// DeleteLog removes a partition's log. Its directory is renamed
+// <topic>-<partition>.<uuid>-delete at once (so the name is free for a new
+// partition and a crash cannot leave a half-deleted partition that looks
+// live; OpenManager removes such directories) and the log refuses writes
+// from then on. Its files stay open for file.delete.delay.ms, so that file
+// regions already handed to readers (fetch responses still being sent
+// with sendfile) remain valid, as Kafka delays segment deletion; then a
+// background goroutine closes and removes them. Close waits for it.
 func (m *Manager) DeleteLog(topic string, partition int32) error {
 	tp := TopicPartition{Topic: topic, Partition: partition}
 	m.mu.Lock()
@@ -348,25 +356,59 @@ func (m *Manager) DeleteLog(topic string, partition int32) error {
 	dir := m.dirOf[tp]
 	delete(m.logs, tp)
 	delete(m.dirOf, tp)
+	closing := m.closed
+	if ok && !closing {
+		m.deleting.Add(1)
+	}
 	m.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	l.closeWithoutFlush()
+	l.mu.Lock()
+	if l.failed == nil {
+		l.failed = fmt.Errorf("%w: deleted", ErrClosed)
+	}
+	delay := time.Duration(max(l.cfg.FileDeleteDelayMs, 0)) * time.Millisecond
+	l.mu.Unlock()
+
 	var id [16]byte
 	rand.Read(id[:])
 	doomed := fmt.Sprintf("%s/%s.%s-delete", dir, tp, hex.EncodeToString(id[:]))
+	remove := func() error {
+		l.closeWithoutFlush()
+		if err := m.fsys.RemoveAll(doomed); err != nil {
+			return fmt.Errorf("delete log %s: %w", tp, err)
+		}
+		m.lg.Info("deleted log", "topic", topic, "partition", partition)
+		return m.fsys.SyncDir(dir)
+	}
 	if err := m.fsys.Rename(l.Dir(), doomed); err != nil {
+		if !closing {
+			m.deleting.Done()
+		}
+		l.closeWithoutFlush()
 		return fmt.Errorf("delete log %s: %w", tp, err)
 	}
 	if err := m.fsys.SyncDir(dir); err != nil {
-		return fmt.Errorf("delete log %s: %w", tp, err)
+		m.lg.Warn("delete log: directory sync failed", "topic", topic, "partition", partition, "err", err)
 	}
-	if err := m.fsys.RemoveAll(doomed); err != nil {
-		return fmt.Errorf("delete log %s: %w", tp, err)
+	if closing {
+		return remove()
 	}
-	m.lg.Info("deleted log", "topic", topic, "partition", partition)
-	return m.fsys.SyncDir(dir)
+	go func() {
+		defer m.deleting.Done()
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-m.stop:
+			t.Stop()
+		}
+		if err := remove(); err != nil {
+			m.lg.Warn("delete log failed; the directory is removed at the next start", "topic", topic,
+				"partition", partition, "err", err)
+		}
+	}()
+	return nil
 }
 
 // startLoops starts the background loops whose interval is enabled.
@@ -518,6 +560,7 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	close(m.stop)
 	m.wg.Wait()
+	m.deleting.Wait()
 
 	logs := m.Logs()
 	failedDirs := map[string]bool{}

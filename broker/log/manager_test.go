@@ -305,3 +305,82 @@ func TestManagerBackgroundLoops(t *testing.T) {
 		_ = math.MaxInt64
 	})
 }
+
+// TestManagerDeleteLogDefersRemoval: DeleteLog frees the partition's name
+// at once and refuses writes, while file regions handed out before keep
+// reading until file.delete.delay.ms has passed (or the manager closes).
+func TestManagerDeleteLogDefersRemoval(t *testing.T) {
+	dir := t.TempDir()
+	cfg := managerConfig(t, vfs.OS)
+	cfg.LogDirs = []string{dir}
+	cfg.DefaultConfig.FileDeleteDelayMs = 60_000
+	m, err := OpenManager(cfg)
+	require.NoError(t, err)
+	l, err := m.CreateLog("gone", 0, cfg.DefaultConfig)
+	require.NoError(t, err)
+	batch := makeBatch(t, 5, 1000, 100)
+	want := append([]byte(nil), batch...)
+	_, err = l.Append(batch, 0)
+	require.NoError(t, err)
+	l.SetHighWatermark(l.LogEndOffset())
+	ri, err := l.Read(0, 1<<20, -1)
+	require.NoError(t, err)
+
+	require.NoError(t, m.DeleteLog("gone", 0))
+	_, err = vfs.OS.Stat(dir + "/gone-0")
+	require.ErrorIs(t, err, fs.ErrNotExist, "renamed at once")
+	entries, err := vfs.OS.ReadDir(dir)
+	require.NoError(t, err)
+	var doomed []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), "-delete") {
+			doomed = append(doomed, e.Name())
+		}
+	}
+	require.Len(t, doomed, 1)
+	require.True(t, strings.HasPrefix(doomed[0], "gone-0."))
+
+	got := make([]byte, ri.Region.Length)
+	_, err = ri.Region.File.ReadAt(got, ri.Region.Position)
+	require.NoError(t, err, "a region handed out before the deletion still reads")
+	want[0], got[0] = 0, 0 // the base offset was rewritten by Append
+	require.Equal(t, want[len(want)-50:], got[len(got)-50:])
+	_, err = l.Append(makeBatch(t, 1, 1000, 10), 0)
+	require.ErrorIs(t, err, ErrClosed, "a deleted log takes no writes")
+
+	again, err := m.CreateLog("gone", 0, cfg.DefaultConfig)
+	require.NoError(t, err)
+	require.NotSame(t, l, again)
+	require.Equal(t, int64(0), again.LogEndOffset(), "the name is free for a new, empty partition")
+
+	require.NoError(t, m.Close())
+	_, err = vfs.OS.Stat(dir + "/" + doomed[0])
+	require.ErrorIs(t, err, fs.ErrNotExist, "removed by Close")
+}
+
+func TestManagerDeleteLogRemovesAfterDelay(t *testing.T) {
+	dir := t.TempDir()
+	cfg := managerConfig(t, vfs.OS)
+	cfg.LogDirs = []string{dir}
+	cfg.DefaultConfig.FileDeleteDelayMs = 0
+	m, err := OpenManager(cfg)
+	require.NoError(t, err)
+	defer m.Close()
+	_, err = m.CreateLog("quick", 3, cfg.DefaultConfig)
+	require.NoError(t, err)
+	require.NoError(t, m.DeleteLog("quick", 3))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		entries, err := vfs.OS.ReadDir(dir)
+		require.NoError(t, err)
+		left := false
+		for _, e := range entries {
+			left = left || strings.HasPrefix(e.Name(), "quick-3")
+		}
+		if !left {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "deleted directory not removed")
+		time.Sleep(5 * time.Millisecond) // poll interval
+	}
+}
