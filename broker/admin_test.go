@@ -492,6 +492,7 @@ func TestApiVersionsMatchesTable(t *testing.T) {
 	require.Equal(t, [2]int16{3, 13}, keys[0], "Produce")
 	require.Equal(t, [2]int16{4, 18}, keys[1], "Fetch")
 	require.Len(t, keys, 16)
+	require.Equal(t, [2]int16{0, 5}, keys[18], "ApiVersions")
 }
 
 // partitionLog reaches the broker's log of a partition.
@@ -500,4 +501,34 @@ func partitionLog(t *testing.T, b *brokertest.Broker, topic string, partition in
 	p, err := b.Replicas().Partition(topic, partition)
 	require.NoError(t, err)
 	return p.Log()
+}
+
+// TestApiVersionsV5 checks the cluster and node a client expects.
+func TestApiVersionsV5(t *testing.T) {
+	b := brokertest.StartBroker(t)
+	c := dialRaw(t, b.Addr)
+	for _, tc := range []struct {
+		cluster *string
+		node    int32
+		want    *kerr.Error
+	}{
+		{nil, -1, nil},
+		{ptr(b.ClusterID()), 0, nil},
+		{ptr("someone-else"), 0, kerr.RebootstrapRequired},
+		{ptr(b.ClusterID()), 7, kerr.RebootstrapRequired},
+		{ptr(b.ClusterID()), -1, kerr.InvalidRequest},
+	} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = 5
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "qk-test", "1"
+		req.ClusterID, req.NodeID = tc.cluster, tc.node
+		resp := kmsg.NewPtrApiVersionsResponse()
+		c.roundTrip(req, resp)
+		want := int16(0)
+		if tc.want != nil {
+			want = tc.want.Code
+		}
+		require.Equal(t, want, resp.ErrorCode, "%+v", tc)
+		require.NotEmpty(t, resp.ApiKeys)
+	}
 }

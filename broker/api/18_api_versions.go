@@ -9,11 +9,11 @@ import (
 	"github.com/qk-project/qk/broker/network"
 )
 
-// ApiVersions: v0-4
+// ApiVersions: v0-5
 //
 // Behavior:
 // * Lists every row of the handlers.go table: key, min and max version
-// * A version above 4 is answered at v0 with UNSUPPORTED_VERSION and the
+// * A version above 5 is answered at v0 with UNSUPPORTED_VERSION and the
 //   key list, so the client retries with a version it finds there
 // * The response header is always v0 (no tagged fields), even for the
 //   flexible v3+, as Kafka does so that any client can read it
@@ -23,8 +23,10 @@ import (
 // Version notes:
 // * v1: ThrottleMillis
 // * v3: flexible; client software name and version; features (none here)
-// * v4: no change on the wire (KIP-511 follow-up: v4 lets the broker
-//   reply UNSUPPORTED_VERSION at v0 for unknown versions)
+// * v4: no change on the wire
+// * v5: the cluster id and node id the client expects (KIP-1242): both
+//   set and either not this broker's is REBOOTSTRAP_REQUIRED, only one
+//   set INVALID_REQUEST
 
 var softwarePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
@@ -34,6 +36,14 @@ func (h *Handler) handleApiVersions(c *call) {
 	resp.ApiKeys = apiVersionKeys()
 	if c.version >= 3 && (!softwarePattern.MatchString(req.ClientSoftwareName) || !softwarePattern.MatchString(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
+	}
+	if c.version >= 5 {
+		switch {
+		case (req.ClusterID == nil) != (req.NodeID == -1):
+			resp.ErrorCode = kerr.InvalidRequest.Code
+		case req.ClusterID != nil && (*req.ClusterID != h.cfg.Cache.Snapshot().ClusterID || req.NodeID != h.cfg.BrokerID):
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+		}
 	}
 	c.respond(resp)
 }

@@ -8,16 +8,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DescribeLogDirs: v0-4
+// DescribeLogDirs: v0-5
 //
 // Behavior:
 // * Every log dir of the broker with the hosted partitions in it (all, or
 //   those asked for): size in bytes, offset lag 0 (a leader has none),
 //   never future (qk does not move replicas between dirs)
 // * v4: total and usable bytes of the dir's file system (statfs)
+// * v5: cordoned (KIP-1066): never, qk does not cordon log dirs
 //
 // Version notes:
-// * v1: no change; v2: flexible; v3: top-level error code; v4: bytes
+// * v1: no change; v2: flexible; v3: top-level error code; v4: bytes;
+//   v5: is_cordoned
 
 func (h *Handler) handleDescribeLogDirs(c *call) {
 	req := c.req.(*kmsg.DescribeLogDirsRequest)
