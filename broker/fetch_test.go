@@ -165,3 +165,42 @@ func TestFetchLongPoll(t *testing.T) {
 		t.Fatal("waiting fetch not answered by the produce")
 	}
 }
+
+// TestFetchMaxBytesAcrossPartitions: the first partition with data gets
+// its first batch whole, later partitions only what is left of max_bytes
+// (possibly nothing); read_committed gets an empty aborted list.
+func TestFetchMaxBytesAcrossPartitions(t *testing.T) {
+	b := brokertest.StartBroker(t)
+	adm := newAdmin(t, b.Addr)
+	createTopic(t, adm, "split", 2, nil)
+	cl := newClient(t, []string{b.Addr}, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for p := range int32(2) {
+		for range 3 {
+			require.NoError(t, cl.ProduceSync(testCtx(t), &kgo.Record{Topic: "split", Partition: p, Value: bytes.Repeat([]byte{'x'}, 500)}).FirstErr())
+		}
+	}
+	seg0, err := os.ReadFile(filepath.Join(b.Dir, "split-0", "00000000000000000000.log"))
+	require.NoError(t, err)
+	batchSize := len(seg0) / 3
+
+	req := fetchReq(11, "split", [16]byte{}, 0, 1<<20, int32(batchSize+100), 1, 100)
+	rp := req.Topics[0].Partitions[0]
+	rp.Partition = 1
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	req.IsolationLevel = 1
+	resp := kmsg.NewPtrFetchResponse()
+	dialRaw(t, b.Addr).roundTrip(req, resp)
+	p0, p1 := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1]
+	require.Equal(t, seg0[:batchSize+100], p0.RecordBatches, "cut at max_bytes, inside the second batch")
+	require.Empty(t, p1.RecordBatches, "nothing left for the second partition")
+	require.Equal(t, int64(3), p1.HighWatermark)
+	require.NotNil(t, p0.AbortedTransactions)
+	require.Empty(t, p0.AbortedTransactions)
+
+	// A max_bytes below one batch still returns the first batch whole.
+	req.MaxBytes = 10
+	resp = kmsg.NewPtrFetchResponse()
+	dialRaw(t, b.Addr).roundTrip(req, resp)
+	require.Equal(t, seg0[:batchSize], resp.Topics[0].Partitions[0].RecordBatches)
+	require.Empty(t, resp.Topics[0].Partitions[1].RecordBatches)
+}

@@ -332,3 +332,20 @@ func rawProduce(t *testing.T, c *rawConn, topic string, batch []byte) kmsg.Produ
 	require.Len(t, resp.Topics[0].Partitions, 1)
 	return resp.Topics[0].Partitions[0]
 }
+
+// TestInitProducerIDTransactional: qk has no transaction coordinator.
+func TestInitProducerIDTransactional(t *testing.T) {
+	b := brokertest.StartBroker(t)
+	c := dialRaw(t, b.Addr)
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.Version = 4
+	req.TransactionalID = ptr("txn-1")
+	req.TransactionTimeoutMillis = 60000
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	c.roundTrip(req, resp)
+	require.Equal(t, kerr.CoordinatorNotAvailable.Code, resp.ErrorCode)
+	require.Equal(t, int64(-1), resp.ProducerID)
+	// Idempotent ids are handed out one after the other.
+	a, b2 := initProducerID(t, c), initProducerID(t, c)
+	require.Equal(t, a+1, b2)
+}
