@@ -40,7 +40,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "qk is a Kafka-compatible broker and the operator toolkit around it",
 		Long: `qk is one binary: a broker that speaks the Apache Kafka wire protocol and keeps
 Kafka's on-disk format, and the tools operators use against qk or any Kafka cluster.`,
-		Example: `  # Dump a segment written by qk or by Apache Kafka
+		Example: `  # Start a broker on 127.0.0.1:9092 with its data in ./qk-data
+  qk broker start
+
+  # Dump a segment written by qk or by Apache Kafka
   qk dump-segment --deep-iteration /var/lib/kafka/orders-0/00000000000000000000.log
 
   # Check an index against its log
