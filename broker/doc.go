@@ -4,7 +4,9 @@
 // # Start-up
 //
 //	config.Broker
-//	   │  New: zookeeper.connect must be unset (ZooKeeper comes later)
+//	   │  New: zookeeper.connect must be unset (ZooKeeper comes later);
+//	   │  every log dir locked (flock on <dir>/.lock, as Kafka), so a
+//	   │  second process on the same dirs is refused
 //	   ▼
 //	metadata store ── embedded, <log.dirs[0]>/__qk_metadata (or a shared
 //	   │              session: WithMetadataStore, for in-process clusters)

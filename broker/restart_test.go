@@ -105,3 +105,20 @@ func TestMetaProperties(t *testing.T) {
 	_, err = broker.New(cfg)
 	require.ErrorIs(t, err, broker.ErrZooKeeper)
 }
+
+// TestLogDirLocked: a second broker on a log dir in use is refused, and
+// the first keeps working; after the first stops the dir can be used.
+func TestLogDirLocked(t *testing.T) {
+	b := brokertest.StartBroker(t)
+	cfg, _, err := config.Load(config.LoadOptions{Sets: []string{"log.dirs=" + b.Dir, "listeners=PLAINTEXT://127.0.0.1:0"}})
+	require.NoError(t, err)
+	_, err = broker.New(cfg)
+	require.ErrorIs(t, err, broker.ErrDirLocked)
+	require.ErrorContains(t, err, ".lock")
+	createTopic(t, newAdmin(t, b.Addr), "still-fine", 1, nil)
+
+	b.Stop()
+	s, err := broker.New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Close(t.Context()))
+}

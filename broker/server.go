@@ -88,6 +88,7 @@ type Server struct {
 	// hosted are the partitions the metadata gave this broker, for telling
 	// a deleted topic's logs (delete them) from stray ones (keep them).
 	hosted map[log.TopicPartition][16]byte
+	locks  []*os.File // the .lock of every log dir
 
 	mu      sync.Mutex
 	started bool
@@ -120,9 +121,15 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 			return nil, fmt.Errorf("broker: log dir %s: %w", d, err)
 		}
 	}
+	locks, err := lockDirs(cfg.LogDirs)
+	if err != nil {
+		return nil, err
+	}
+	s.locks = locks
 	if s.store == nil {
 		st, err := embedded.Open(vfs.OS, filepath.Join(cfg.LogDirs[0], MetadataDir), embedded.WithLogger(o.lg))
 		if err != nil {
+			unlockDirs(s.locks)
 			return nil, fmt.Errorf("broker: open metadata store: %w", err)
 		}
 		s.store = st
@@ -131,6 +138,7 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 	defer cancel()
 	if err := s.settleIdentity(ctx); err != nil {
 		s.store.Close()
+		unlockDirs(s.locks)
 		return nil, err
 	}
 	return s, nil
@@ -524,6 +532,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("broker: close logs: %w", err))
 		}
 	}
+	unlockDirs(s.locks)
+	s.locks = nil
 	s.lg.Info("broker stopped")
 	return errors.Join(errs...)
 }
