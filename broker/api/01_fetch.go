@@ -60,9 +60,10 @@ type delayedFetch struct {
 	c   *call
 	req *kmsg.FetchRequest
 
-	resp  fetchResponse
-	bytes int64
-	stop  bool // an error or a condition that answers at once
+	resp       fetchResponse
+	bytes      int64
+	partitions int  // partitions asked for
+	stop       bool // an error or a condition that answers at once
 }
 
 func (h *Handler) handleFetch(c *call) {
@@ -108,10 +109,10 @@ func (f *delayedFetch) keys() []purgatory.Key {
 }
 
 // TryComplete re-reads the partitions and completes the fetch when there
-// is enough to answer: min_bytes, an error, or nothing to wait for.
+// is enough to answer: min_bytes, an error, or no partition to wait on.
 func (f *delayedFetch) TryComplete() bool {
 	f.read()
-	if f.stop || f.bytes >= int64(f.req.MinBytes) || len(f.resp.topics) == 0 {
+	if f.stop || f.bytes >= int64(f.req.MinBytes) || f.partitions == 0 {
 		return f.ForceComplete()
 	}
 	return false
@@ -134,7 +135,7 @@ func (f *delayedFetch) read() {
 	}
 	first := true // no partition has returned data yet
 	f.resp = fetchResponse{version: v}
-	f.bytes, f.stop = 0, false
+	f.bytes, f.stop, f.partitions = 0, false, 0
 	var endpoints map[int32]bool
 
 	for _, rt := range req.Topics {
@@ -153,6 +154,7 @@ func (f *delayedFetch) read() {
 			topic = snap.Topics[name]
 		}
 		for _, rp := range rt.Partitions {
+			f.partitions++
 			fp := newFetchPartition(rp.Partition, 0)
 			err := topicErr
 			var p *replica.Partition
