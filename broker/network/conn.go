@@ -5,6 +5,7 @@ package network
 import (
 	"encoding/binary"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -53,6 +54,15 @@ type conn struct {
 	inFlush  bool
 
 	closed bool
+
+	// turn hands a connection's requests to Handler.Handle one at a time,
+	// in read order, although NumIOThreads handlers pop the shared queue
+	// concurrently. Kafka gets the same guarantee by muting a connection
+	// until its response is sent; qk keeps pipelining (reads and responses
+	// overlap) but never runs two Handle calls of one connection at once,
+	// so a producer's pipelined batches for a partition are appended in the
+	// order they were sent.
+	turn turnstile
 
 	requests atomic.Uint64
 	bytesIn  atomic.Uint64
@@ -112,4 +122,46 @@ func (c *conn) dropReadState() {
 		c.parked.release(ErrServerClosed)
 		c.parked = nil
 	}
+}
+
+// turnstile orders Handle calls of one connection by request seq.
+type turnstile struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	next   uint64 // seq whose Handle may run now
+	closed bool   // connection gone: waiters stop waiting (their responses are dropped)
+}
+
+// wait blocks until request seq may be handled, or the connection closed.
+func (t *turnstile) wait(seq uint64) {
+	t.mu.Lock()
+	if t.cond == nil {
+		t.cond = sync.NewCond(&t.mu)
+	}
+	for t.next != seq && !t.closed {
+		t.cond.Wait()
+	}
+	t.mu.Unlock()
+}
+
+// done lets the request after seq be handled.
+func (t *turnstile) done(seq uint64) {
+	t.mu.Lock()
+	if t.next == seq {
+		t.next++
+	}
+	if t.cond != nil {
+		t.cond.Broadcast()
+	}
+	t.mu.Unlock()
+}
+
+// close releases every waiter for good.
+func (t *turnstile) close() {
+	t.mu.Lock()
+	t.closed = true
+	if t.cond != nil {
+		t.cond.Broadcast()
+	}
+	t.mu.Unlock()
 }

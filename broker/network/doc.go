@@ -98,6 +98,12 @@
 // Kafka reads one request at a time per connection; reading ahead lets
 // clients that pipeline (franz-go produce) keep the handlers busy. At the
 // bound the connection is muted until a response has been written.
+// Reading ahead never means handling ahead: a connection's requests reach
+// Handler.Handle one at a time, in read order (a per-connection turnstile
+// in front of Handle), so pipelined produce batches for a partition are
+// appended in the order the client sent them, as with Kafka. A handler
+// that parks a request (long-poll fetch) returns from Handle at once, so
+// the next request of that connection is not held up by the wait.
 //
 // # Backpressure invariant
 //

@@ -787,6 +787,7 @@ func (p *processor) closeConn(c *conn, reason string, err error) {
 		p.lg.Debug("connection closed: "+reason, "listener", c.listener, "remote", addrString(c.remote), "err", err)
 	}
 	c.closed = true
+	c.turn.close()
 	// Statistics first, so that a peer that sees the close sees it counted.
 	p.statsMu.Lock()
 	delete(p.live, c.id)

@@ -254,6 +254,9 @@ func (s *Server) runHandler() {
 }
 
 func (s *Server) handle(r *Request) {
+	c := r.conn
+	c.turn.wait(r.seq)
+	defer c.turn.done(r.seq)
 	defer func() {
 		if v := recover(); v != nil {
 			s.lg.Error("handler panicked; closing the connection", "listener", r.Listener,
