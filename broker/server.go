@@ -21,6 +21,7 @@ import (
 	"github.com/qk-project/qk/broker/api"
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/group"
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/log/checkpoint"
 	"github.com/qk-project/qk/broker/metadata"
@@ -83,6 +84,7 @@ type Server struct {
 	ctrl        *controller.Controller
 	api         *api.Handler
 	fetches     *purgatory.Purgatory[purgatory.Key]
+	groups      *group.Coordinator
 	ready       atomic.Bool
 
 	// hosted are the partitions the metadata gave this broker, for telling
@@ -313,6 +315,21 @@ func (s *Server) Start() (err error) {
 	s.cache = controller.NewCache(controller.CacheConfig{Store: s.store, Logger: s.lg, OnChange: s.onMetadataChange})
 	s.ctrl = controller.New(controller.Config{BrokerID: cfg.BrokerID, Store: s.store, Cache: s.cache, Logger: s.lg, Clock: s.now})
 	s.fetches = purgatory.New[purgatory.Key]("fetch", purgatory.WithLogger(s.lg))
+	s.groups = group.NewCoordinator(group.CoordinatorConfig{
+		Replicas:   s.replicas,
+		Partitions: cfg.OffsetsTopicNumPartitions,
+		Group: group.Config{
+			InitialRebalanceDelay: time.Duration(cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
+			MinSessionTimeout:     time.Duration(cfg.GroupMinSessionTimeoutMs) * time.Millisecond,
+			MaxSessionTimeout:     time.Duration(cfg.GroupMaxSessionTimeoutMs) * time.Millisecond,
+			MaxSize:               cfg.GroupMaxSize,
+		},
+		Retention:      time.Duration(cfg.OffsetsRetentionMinutes) * time.Minute,
+		RetentionCheck: time.Duration(cfg.OffsetsRetentionCheckMs) * time.Millisecond,
+		MaxMetadata:    cfg.OffsetMetadataMaxBytes,
+		Logger:         s.lg,
+		Clock:          s.now,
+	})
 	s.api = api.New(api.Config{
 		BrokerID:   cfg.BrokerID,
 		Broker:     s.cfg.Load,
@@ -321,6 +338,7 @@ func (s *Server) Start() (err error) {
 		Controller: s.ctrl,
 		Store:      s.store,
 		Fetches:    s.fetches,
+		Groups:     s.groups,
 		LogDirs:    slices.Clone(cfg.LogDirs),
 		Logger:     s.lg,
 		Clock:      s.now,
@@ -478,6 +496,26 @@ func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 			delete(s.hosted, tp)
 		}
 	}
+	s.updateCoordinator(new)
+}
+
+// updateCoordinator makes the group coordinator lead the partitions of
+// __consumer_offsets this broker leads (loading them) and resign the
+// others.
+func (s *Server) updateCoordinator(snap *controller.Snapshot) {
+	if s.groups == nil {
+		return
+	}
+	t := snap.Topics[group.Topic]
+	for p := range int32(s.static.OffsetsTopicNumPartitions) {
+		tp := log.TopicPartition{Topic: group.Topic, Partition: p}
+		_, hosted := s.hosted[tp]
+		if t != nil && int(p) < len(t.Partitions) && hosted && t.Partitions[p].Leader == s.static.BrokerID {
+			s.groups.OnLeader(p, t.Partitions[p].LeaderEpoch)
+			continue
+		}
+		s.groups.OnResign(p)
+	}
 }
 
 func samePartition(a, b controller.PartitionInfo) bool {
@@ -511,6 +549,10 @@ func (s *Server) shutdown(ctx context.Context) error {
 		// Waiting fetches are answered now, later ones do not wait: the
 		// network server then has nothing long in flight to drain.
 		s.fetches.Shutdown()
+	}
+	if s.groups != nil {
+		// Waiting joins and syncs are answered (NOT_COORDINATOR).
+		s.groups.Close()
 	}
 	if s.net != nil {
 		if err := s.net.Shutdown(ctx); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/group"
 	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/network"
 	"github.com/qk-project/qk/broker/purgatory"
@@ -30,6 +31,8 @@ type Config struct {
 	// wait ends, keyed by partition. Its owner shuts it down before the
 	// network server, so waiting fetches are answered at once.
 	Fetches *purgatory.Purgatory[purgatory.Key]
+	// Groups is the group coordinator.
+	Groups *group.Coordinator
 	// LogDirs are the broker's log directories, for DescribeLogDirs.
 	LogDirs []string
 	Logger  *slog.Logger

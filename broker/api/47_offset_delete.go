@@ -1,0 +1,48 @@
+package api
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/group"
+)
+
+// OffsetDelete: v0
+//
+// Behavior:
+// * Deletes committed offsets with tombstones; allowed for an Empty
+//   group, and for partitions of topics the members of an active consumer
+//   group do not subscribe to (else GROUP_SUBSCRIBED_TO_TOPIC per
+//   partition)
+// * Group errors: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP (active, not a
+//   "consumer" group), NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS
+
+func (h *Handler) handleOffsetDelete(c *call) {
+	req := c.req.(*kmsg.OffsetDeleteRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	var tps []group.TopicPartition
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+		}
+	}
+	errs, err := h.cfg.Groups.DeleteOffsets(req.Group, tps)
+	if err != nil {
+		resp.ErrorCode = errorCode(err)
+		c.respond(resp)
+		return
+	}
+	i := 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = errorCode(errs[i])
+			i++
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	c.respond(resp)
+}

@@ -1,0 +1,853 @@
+package group
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/qk-project/qk/broker/record"
+	"github.com/qk-project/qk/broker/replica"
+)
+
+// Topic is the internal topic of committed offsets and group metadata.
+const Topic = "__consumer_offsets"
+
+// CoordinatorConfig wires a Coordinator.
+type CoordinatorConfig struct {
+	Replicas *replica.Manager
+	// Partitions is offsets.topic.num.partitions.
+	Partitions int
+	Group      Config
+	// Retention is offsets.retention.minutes; RetentionCheck is
+	// offsets.retention.check.interval.ms.
+	Retention      time.Duration
+	RetentionCheck time.Duration
+	// MaxMetadata is offset.metadata.max.bytes.
+	MaxMetadata int
+	Logger      *slog.Logger
+	Clock       func() time.Time
+}
+
+// Coordinator is the group coordinator of the __consumer_offsets
+// partitions this broker leads. It drives the groups' state machines with
+// one timer per group (no goroutine waits on a request: JoinGroup and
+// SyncGroup answers go out through callbacks when the group completes
+// them), writes offsets and group metadata to the partitions and rebuilds
+// them from the log when it becomes leader.
+type Coordinator struct {
+	cfg CoordinatorConfig
+	lg  *slog.Logger
+	now func() time.Time
+
+	mu      sync.Mutex
+	parts   map[int32]*offsetsPartition // led here
+	groups  map[string]*entry
+	closed  bool
+	expirer *time.Timer
+	// outbox holds answers to send once mu is released.
+	outbox []func()
+
+	wg sync.WaitGroup // loaders
+}
+
+type offsetsPartition struct {
+	epoch   int32
+	loading bool
+}
+
+type entry struct {
+	g         *Group
+	partition int32
+	timer     *time.Timer
+	deadline  time.Time
+}
+
+// NewCoordinator returns a coordinator that leads no partition yet.
+func NewCoordinator(cfg CoordinatorConfig) *Coordinator {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 50
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = 7 * 24 * time.Hour
+	}
+	if cfg.RetentionCheck <= 0 {
+		cfg.RetentionCheck = 10 * time.Minute
+	}
+	c := &Coordinator{cfg: cfg, lg: cfg.Logger.With("component", "group"), now: cfg.Clock,
+		parts: map[int32]*offsetsPartition{}, groups: map[string]*entry{}}
+	c.expirer = time.AfterFunc(cfg.RetentionCheck, c.expireLoop)
+	return c
+}
+
+// Close stops the timers; waiting joins and syncs are answered with
+// NOT_COORDINATOR.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.expirer.Stop()
+	for id, e := range c.groups {
+		c.unloadLocked(id, e)
+	}
+	out := c.takeOutbox()
+	c.mu.Unlock()
+	run(out)
+	c.wg.Wait()
+}
+
+func (c *Coordinator) unloadLocked(id string, e *entry) {
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	for _, m := range e.g.members {
+		if m.joinCB != nil {
+			cb := m.joinCB
+			m.joinCB = nil
+			c.outbox = append(c.outbox, func() { cb(JoinResult{Err: kerr.NotCoordinator, MemberID: m.ID, Generation: -1}) })
+		}
+		if m.syncCB != nil {
+			cb := m.syncCB
+			m.syncCB = nil
+			c.outbox = append(c.outbox, func() { cb(SyncResult{Err: kerr.NotCoordinator}) })
+		}
+	}
+	delete(c.groups, id)
+}
+
+func (c *Coordinator) takeOutbox() []func() {
+	out := c.outbox
+	c.outbox = nil
+	return out
+}
+
+func run(fs []func()) {
+	for _, f := range fs {
+		f()
+	}
+}
+
+// PartitionFor is the __consumer_offsets partition of a group.
+func (c *Coordinator) PartitionFor(group string) int32 { return PartitionFor(group, c.cfg.Partitions) }
+
+// OnLeader makes this broker coordinator of an offsets partition: its
+// groups and offsets are loaded from the log in the background, and
+// requests for them get COORDINATOR_LOAD_IN_PROGRESS until then.
+func (c *Coordinator) OnLeader(partition, leaderEpoch int32) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	if p, ok := c.parts[partition]; ok && p.epoch == leaderEpoch {
+		c.mu.Unlock()
+		return
+	}
+	c.parts[partition] = &offsetsPartition{epoch: leaderEpoch, loading: true}
+	c.mu.Unlock()
+	c.wg.Go(func() { c.load(partition, leaderEpoch) })
+}
+
+// OnResign drops the groups of a partition this broker no longer leads.
+func (c *Coordinator) OnResign(partition int32) {
+	c.mu.Lock()
+	if _, ok := c.parts[partition]; !ok {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.parts, partition)
+	for id, e := range c.groups {
+		if e.partition == partition {
+			c.unloadLocked(id, e)
+		}
+	}
+	out := c.takeOutbox()
+	c.mu.Unlock()
+	run(out)
+	c.lg.Info("resigned as group coordinator", "partition", partition)
+}
+
+// load replays an offsets partition: the latest record per key wins, a
+// null value deletes.
+func (c *Coordinator) load(partition, epoch int32) {
+	start := time.Now()
+	groups := map[string]*Group{}
+	get := func(id string) *Group {
+		g, ok := groups[id]
+		if !ok {
+			g = New(id, c.cfg.Group, c.now())
+			groups[id] = g
+		}
+		return g
+	}
+	n, err := c.replay(partition, func(k Key, value []byte) {
+		switch {
+		case k.IsOffset():
+			tp := TopicPartition{Topic: k.Topic, Partition: k.Partition}
+			if value == nil {
+				if g, ok := groups[k.Group]; ok {
+					g.DeleteOffset(tp)
+				}
+				return
+			}
+			v, err := ParseOffsetValue(value)
+			if err != nil {
+				c.lg.Warn("skipping offset record", "group", k.Group, "topic", k.Topic, "partition", k.Partition, "err", err)
+				return
+			}
+			get(k.Group).SetOffset(tp, Offset{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch, Metadata: v.Metadata,
+				CommitTimestamp: v.CommitTimestamp, ExpireTimestamp: v.ExpireTimestamp})
+		case k.IsGroup():
+			if value == nil {
+				delete(groups, k.Group)
+				return
+			}
+			v, err := ParseGroupValue(value)
+			if err != nil {
+				c.lg.Warn("skipping group record", "group", k.Group, "err", err)
+				return
+			}
+			get(k.Group).Restore(v, c.now())
+		}
+	})
+	c.mu.Lock()
+	defer func() {
+		out := c.takeOutbox()
+		c.mu.Unlock()
+		run(out)
+	}()
+	p, ok := c.parts[partition]
+	if !ok || p.epoch != epoch || c.closed {
+		return
+	}
+	if err != nil {
+		c.lg.Error("cannot load offsets partition", "partition", partition, "err", err)
+	}
+	for id, g := range groups {
+		if old, ok := c.groups[id]; ok {
+			c.unloadLocked(id, old)
+		}
+		e := &entry{g: g, partition: partition}
+		c.groups[id] = e
+		c.scheduleLocked(id, e)
+	}
+	p.loading = false
+	c.lg.Info("loaded offsets partition", "partition", partition, "records", n, "groups", len(groups),
+		"took", time.Since(start).Round(time.Millisecond))
+}
+
+// replay calls fn for every record of the partition's log, in order.
+func (c *Coordinator) replay(partition int32, fn func(Key, []byte)) (int, error) {
+	p, err := c.cfg.Replicas.Partition(Topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	l := p.Log()
+	offset := l.LogStartOffset()
+	n := 0
+	var buf []byte
+	for offset < l.LogEndOffset() {
+		info, err := l.Read(offset, 1<<20, -1)
+		if err != nil {
+			return n, err
+		}
+		if info.Region.Length == 0 {
+			break
+		}
+		buf = slices.Grow(buf[:0], int(info.Region.Length))[:info.Region.Length]
+		if _, err := info.Region.File.ReadAt(buf, info.Region.Position); err != nil {
+			return n, fmt.Errorf("read %s-%d at %d: %w", Topic, partition, offset, err)
+		}
+		it := record.NewIterator(buf)
+		next := offset
+		for it.Next() {
+			e := it.Entry()
+			if e.Batch == nil {
+				continue
+			}
+			b := e.Batch
+			next = b.NextOffset()
+			if b.IsControl() {
+				continue
+			}
+			err := b.Iterate(func(r *record.Record) error {
+				if r.Offset(b) < offset {
+					return nil
+				}
+				k, err := ParseKey(r.Key)
+				if err != nil {
+					c.lg.Warn("skipping record with a bad key", "partition", partition, "offset", r.Offset(b), "err", err)
+					return nil
+				}
+				n++
+				fn(k, r.Value)
+				return nil
+			})
+			if err != nil {
+				return n, err
+			}
+		}
+		if err := it.Err(); err != nil {
+			return n, err
+		}
+		if next <= offset {
+			break
+		}
+		offset = next
+	}
+	return n, nil
+}
+
+// groupLocked finds a group this broker coordinates, creating it when
+// create is set.
+func (c *Coordinator) groupLocked(id string, create bool) (*entry, *kerr.Error) {
+	if c.closed {
+		return nil, kerr.NotCoordinator
+	}
+	part := c.PartitionFor(id)
+	p, ok := c.parts[part]
+	switch {
+	case !ok:
+		return nil, kerr.NotCoordinator
+	case p.loading:
+		return nil, kerr.CoordinatorLoadInProgress
+	}
+	e, ok := c.groups[id]
+	if !ok && create {
+		e = &entry{g: New(id, c.cfg.Group, c.now()), partition: part}
+		c.groups[id] = e
+	}
+	return e, nil
+}
+
+// Check tells whether this broker coordinates a group now: nil,
+// NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS.
+func (c *Coordinator) Check(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, err := c.groupLocked(id, false)
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+// afterLocked stores a changed group, re-arms its timer and forgets a
+// dead group. It runs after every call into a group.
+func (c *Coordinator) afterLocked(id string, e *entry) {
+	if e.g.TakeDirty() {
+		if err := c.appendLocked(e.partition, []kv{{GroupKey(id).AppendTo(nil), e.g.Value().AppendTo(nil)}}); err != nil {
+			c.lg.Error("cannot store group metadata", "group", id, "err", err)
+		}
+	}
+	c.scheduleLocked(id, e)
+}
+
+func (c *Coordinator) scheduleLocked(id string, e *entry) {
+	d, ok := e.g.Deadline()
+	if !ok {
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		e.deadline = time.Time{}
+		return
+	}
+	if e.timer != nil && d.Equal(e.deadline) {
+		return
+	}
+	e.deadline = d
+	wait := max(d.Sub(c.now()), 0)
+	if e.timer == nil {
+		e.timer = time.AfterFunc(wait, func() { c.fire(id, e) })
+		return
+	}
+	e.timer.Reset(wait)
+}
+
+func (c *Coordinator) fire(id string, e *entry) {
+	c.mu.Lock()
+	if c.groups[id] != e || c.closed {
+		c.mu.Unlock()
+		return
+	}
+	e.deadline = time.Time{}
+	e.g.Tick(c.now())
+	c.afterLocked(id, e)
+	out := c.takeOutbox()
+	c.mu.Unlock()
+	run(out)
+}
+
+type kv struct{ key, value []byte }
+
+// appendLocked writes records to an offsets partition as one batch.
+// The append is acks=all: with this broker the only replica in the ISR
+// the high watermark passes the batch before Append returns.
+func (c *Coordinator) appendLocked(partition int32, recs []kv) error {
+	p, err := c.cfg.Replicas.Partition(Topic, partition)
+	if err != nil {
+		return err
+	}
+	b := record.NewBuilder(record.DefaultBatchOptions())
+	ts := c.now().UnixMilli()
+	for _, r := range recs {
+		b.Append(ts, r.key, r.value, nil)
+	}
+	batch, err := b.Build()
+	if err != nil {
+		return err
+	}
+	_, err = p.AppendAsLeader(batch, -1)
+	return err
+}
+
+// deferJoin wraps a join callback so the answer is sent after the lock
+// is released.
+func (c *Coordinator) deferJoin(cb func(JoinResult)) func(JoinResult) {
+	return func(r JoinResult) { c.outbox = append(c.outbox, func() { cb(r) }) }
+}
+
+func (c *Coordinator) deferSync(cb func(SyncResult)) func(SyncResult) {
+	return func(r SyncResult) { c.outbox = append(c.outbox, func() { cb(r) }) }
+}
+
+// Join handles JoinGroup; cb gets the answer, possibly later.
+func (c *Coordinator) Join(id string, req JoinRequest, cb func(JoinResult)) {
+	c.mu.Lock()
+	e, err := c.groupLocked(id, req.MemberID == "")
+	if err == nil && e == nil {
+		err = kerr.UnknownMemberID
+	}
+	if err != nil {
+		c.mu.Unlock()
+		cb(JoinResult{Err: err, MemberID: req.MemberID, Generation: -1})
+		return
+	}
+	e.g.Join(req, c.now(), c.deferJoin(cb))
+	c.dropIfUnusedLocked(id, e)
+	c.afterLocked(id, e)
+	out := c.takeOutbox()
+	c.mu.Unlock()
+	run(out)
+}
+
+// dropIfUnusedLocked forgets a group that a refused join created.
+func (c *Coordinator) dropIfUnusedLocked(id string, e *entry) {
+	g := e.g
+	if g.state == Empty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 {
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		delete(c.groups, id)
+	}
+}
+
+// Sync handles SyncGroup; cb gets the answer, possibly later.
+func (c *Coordinator) Sync(id string, req SyncRequest, cb func(SyncResult)) {
+	c.mu.Lock()
+	e, err := c.groupLocked(id, false)
+	if err == nil && e == nil {
+		err = kerr.UnknownMemberID
+	}
+	if err != nil {
+		c.mu.Unlock()
+		cb(SyncResult{Err: err})
+		return
+	}
+	e.g.Sync(req, c.now(), c.deferSync(cb))
+	c.afterLocked(id, e)
+	out := c.takeOutbox()
+	c.mu.Unlock()
+	run(out)
+}
+
+// Heartbeat handles Heartbeat.
+func (c *Coordinator) Heartbeat(id, member string, instance *string, generation int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, err := c.groupLocked(id, false)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		return kerr.UnknownMemberID
+	}
+	if herr := e.g.Heartbeat(member, instance, generation, c.now()); herr != nil {
+		return herr
+	}
+	c.scheduleLocked(id, e)
+	return nil
+}
+
+// Leave handles LeaveGroup: one error per member, or a group error.
+func (c *Coordinator) Leave(id string, members []LeaveMember) ([]error, error) {
+	c.mu.Lock()
+	e, err := c.groupLocked(id, false)
+	if err != nil || e == nil {
+		c.mu.Unlock()
+		if err == nil {
+			return nil, kerr.UnknownMemberID
+		}
+		return nil, err
+	}
+	if e.g.state == Dead {
+		c.mu.Unlock()
+		return nil, kerr.CoordinatorNotAvailable
+	}
+	var errs []error
+	for _, le := range e.g.Leave(members, c.now()) {
+		if le == nil {
+			errs = append(errs, nil)
+		} else {
+			errs = append(errs, le)
+		}
+	}
+	c.afterLocked(id, e)
+	out := c.takeOutbox()
+	c.mu.Unlock()
+	run(out)
+	return errs, nil
+}
+
+// Commit is one offset to commit.
+type Commit struct {
+	TopicPartition
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    *string
+}
+
+// ErrMetadataTooLarge: a commit's metadata is over offset.metadata.max.bytes.
+var ErrMetadataTooLarge = kerr.OffsetMetadataTooLarge
+
+// CommitOffsets validates and stores offsets. retention is the explicit
+// retention of OffsetCommit v2-v4 (-1: the broker's); the per-partition
+// errors come back in order, or a group error for all.
+func (c *Coordinator) CommitOffsets(id, member string, instance *string, generation int32, retention time.Duration, commits []Commit) ([]error, error) {
+	c.mu.Lock()
+	defer func() {
+		out := c.takeOutbox()
+		c.mu.Unlock()
+		run(out)
+	}()
+	e, err := c.groupLocked(id, false)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		if generation >= 0 {
+			return nil, kerr.IllegalGeneration
+		}
+		e, _ = c.groupLocked(id, true)
+	}
+	now := c.now()
+	if cerr := e.g.CheckCommit(member, instance, generation, now); cerr != nil {
+		c.dropIfUnusedLocked(id, e)
+		return nil, cerr
+	}
+	errs := make([]error, len(commits))
+	var recs []kv
+	var stored []int
+	for i, cm := range commits {
+		md := ""
+		if cm.Metadata != nil {
+			md = *cm.Metadata
+		}
+		if c.cfg.MaxMetadata > 0 && len(md) > c.cfg.MaxMetadata {
+			errs[i] = ErrMetadataTooLarge
+			continue
+		}
+		v := OffsetValue{Version: 3, Offset: cm.Offset, LeaderEpoch: cm.LeaderEpoch, Metadata: md,
+			CommitTimestamp: now.UnixMilli(), ExpireTimestamp: -1}
+		if retention >= 0 {
+			v.Version, v.ExpireTimestamp = 1, now.Add(retention).UnixMilli()
+		}
+		recs = append(recs, kv{OffsetKey(id, cm.Topic, cm.Partition).AppendTo(nil), v.AppendTo(nil)})
+		stored = append(stored, i)
+	}
+	if len(recs) > 0 {
+		if err := c.appendLocked(e.partition, recs); err != nil {
+			c.lg.Warn("offset commit not stored", "group", id, "err", err)
+			for _, i := range stored {
+				errs[i] = storeError(err)
+			}
+		} else {
+			for j, i := range stored {
+				v, _ := ParseOffsetValue(recs[j].value)
+				e.g.SetOffset(commits[i].TopicPartition, Offset{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch,
+					Metadata: v.Metadata, CommitTimestamp: v.CommitTimestamp, ExpireTimestamp: v.ExpireTimestamp})
+			}
+		}
+	}
+	c.dropIfUnusedLocked(id, e)
+	c.scheduleLocked(id, e)
+	return errs, nil
+}
+
+// storeError is the commit error Kafka answers when the append fails.
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, replica.ErrNotLeaderOrFollower), errors.Is(err, replica.ErrUnknownTopicOrPartition):
+		return kerr.NotCoordinator
+	case errors.Is(err, replica.ErrNotEnoughReplicas):
+		return kerr.CoordinatorNotAvailable
+	}
+	return kerr.UnknownServerError
+}
+
+// FetchOffsets returns a group's committed offsets: of tps, or all when
+// tps is nil. A partition without an offset is absent from the map.
+func (c *Coordinator) FetchOffsets(id string, tps []TopicPartition) (map[TopicPartition]Offset, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, err := c.groupLocked(id, false)
+	if err != nil {
+		return nil, err
+	}
+	out := map[TopicPartition]Offset{}
+	if e == nil {
+		return out, nil
+	}
+	if tps == nil {
+		for tp, o := range e.g.offsets {
+			out[tp] = o
+		}
+		return out, nil
+	}
+	for _, tp := range tps {
+		if o, ok := e.g.offsets[tp]; ok {
+			out[tp] = o
+		}
+	}
+	return out, nil
+}
+
+// Overview is a group as ListGroups shows it.
+type Overview struct {
+	ID           string
+	ProtocolType string
+	State        State
+}
+
+// ListGroups lists the groups of the partitions loaded here; loading is
+// true while some partition is still loading.
+func (c *Coordinator) ListGroups() (groups []Overview, loading bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.parts {
+		loading = loading || p.loading
+	}
+	for id, e := range c.groups {
+		if e.g.state == Dead {
+			continue
+		}
+		groups = append(groups, Overview{ID: id, ProtocolType: e.g.protocolType, State: e.g.state})
+	}
+	slices.SortFunc(groups, func(a, b Overview) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	})
+	return groups, loading
+}
+
+// Description is a group as DescribeGroups shows it.
+type Description struct {
+	State        State
+	ProtocolType string
+	Protocol     string
+	Members      []MemberDescription
+}
+
+// MemberDescription is one member in a Description.
+type MemberDescription struct {
+	ID, ClientID, ClientHost string
+	InstanceID               *string
+	Metadata, Assignment     []byte
+}
+
+// Describe describes a group; a group that does not exist is Dead, with
+// ok false.
+func (c *Coordinator) Describe(id string) (d Description, ok bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, err := c.groupLocked(id, false)
+	if err != nil {
+		return d, false, err
+	}
+	if e == nil || e.g.state == Dead {
+		return Description{State: Dead}, false, nil
+	}
+	g := e.g
+	d = Description{State: g.state, ProtocolType: g.protocolType}
+	if g.state == Stable {
+		d.Protocol = g.protocol
+	}
+	for _, m := range g.Members() {
+		md := MemberDescription{ID: m.ID, ClientID: m.ClientID, ClientHost: m.ClientHost, InstanceID: m.InstanceID}
+		if g.state == Stable {
+			md.Metadata, md.Assignment = m.metadata(g.protocol), m.Assignment
+		}
+		d.Members = append(d.Members, md)
+	}
+	return d, true, nil
+}
+
+// DeleteGroup deletes an empty group and its offsets with tombstones:
+// GROUP_ID_NOT_FOUND for no such group, NON_EMPTY_GROUP for one with
+// members.
+func (c *Coordinator) DeleteGroup(id string) error {
+	c.mu.Lock()
+	defer func() {
+		out := c.takeOutbox()
+		c.mu.Unlock()
+		run(out)
+	}()
+	e, err := c.groupLocked(id, false)
+	if err != nil {
+		return err
+	}
+	if e == nil || e.g.state == Dead {
+		return kerr.GroupIDNotFound
+	}
+	if e.g.state != Empty {
+		return kerr.NonEmptyGroup
+	}
+	recs := c.tombstones(id, e.g, nil)
+	recs = append(recs, kv{GroupKey(id).AppendTo(nil), nil})
+	if err := c.appendLocked(e.partition, recs); err != nil {
+		c.lg.Warn("group deletion not stored", "group", id, "err", err)
+		return storeError(err)
+	}
+	e.g.SetDead(c.now())
+	c.unloadLocked(id, e)
+	c.lg.Info("deleted group", "group", id)
+	return nil
+}
+
+// tombstones are the offset tombstones of a group (of tps, or all).
+func (c *Coordinator) tombstones(id string, g *Group, tps []TopicPartition) []kv {
+	if tps == nil {
+		for tp := range g.offsets {
+			tps = append(tps, tp)
+		}
+	}
+	var out []kv
+	for _, tp := range tps {
+		out = append(out, kv{OffsetKey(id, tp.Topic, tp.Partition).AppendTo(nil), nil})
+	}
+	return out
+}
+
+// DeleteOffsets handles OffsetDelete: a per-partition error (nil,
+// GROUP_SUBSCRIBED_TO_TOPIC) or a group error.
+func (c *Coordinator) DeleteOffsets(id string, tps []TopicPartition) ([]error, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, err := c.groupLocked(id, false)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil || e.g.state == Dead {
+		return nil, kerr.GroupIDNotFound
+	}
+	g := e.g
+	var subscribed map[string]bool
+	if g.state != Empty {
+		var ok bool
+		if subscribed, ok = g.SubscribedTopics(); !ok {
+			return nil, kerr.NonEmptyGroup
+		}
+	}
+	errs := make([]error, len(tps))
+	var del []TopicPartition
+	for i, tp := range tps {
+		if subscribed[tp.Topic] {
+			errs[i] = kerr.GroupSubscribedToTopic
+			continue
+		}
+		if _, ok := g.offsets[tp]; ok {
+			del = append(del, tp)
+		}
+	}
+	if len(del) > 0 {
+		if err := c.appendLocked(e.partition, c.tombstones(id, g, del)); err != nil {
+			return nil, storeError(err)
+		}
+		for _, tp := range del {
+			g.DeleteOffset(tp)
+		}
+	}
+	return errs, nil
+}
+
+func (c *Coordinator) expireLoop() {
+	c.ExpireOffsets()
+	c.mu.Lock()
+	if !c.closed {
+		c.expirer.Reset(c.cfg.RetentionCheck)
+	}
+	c.mu.Unlock()
+}
+
+// ExpireOffsets removes the offsets of empty groups older than
+// offsets.retention.minutes (counted from when the group became empty,
+// or for groups that never had members from the commit; an explicit
+// expire timestamp wins), and then the empty groups left without
+// offsets. It writes their tombstones.
+func (c *Coordinator) ExpireOffsets() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	nowMs := now.UnixMilli()
+	for id, e := range c.groups {
+		g := e.g
+		if c.parts[e.partition] == nil || c.parts[e.partition].loading || g.state != Empty {
+			continue
+		}
+		var expired []TopicPartition
+		for tp, o := range g.offsets {
+			base := o.CommitTimestamp
+			if g.protocolType != "" {
+				base = g.stateTime.UnixMilli()
+			}
+			if (o.ExpireTimestamp >= 0 && nowMs >= o.ExpireTimestamp) ||
+				(o.ExpireTimestamp < 0 && nowMs >= base+c.cfg.Retention.Milliseconds()) {
+				expired = append(expired, tp)
+			}
+		}
+		recs := c.tombstones(id, g, expired)
+		dead := len(expired) == len(g.offsets)
+		if dead {
+			recs = append(recs, kv{GroupKey(id).AppendTo(nil), nil})
+		}
+		if len(expired) == 0 && !dead {
+			continue
+		}
+		if err := c.appendLocked(e.partition, recs); err != nil {
+			c.lg.Warn("offset expiry not stored", "group", id, "err", err)
+			continue
+		}
+		for _, tp := range expired {
+			g.DeleteOffset(tp)
+		}
+		c.lg.Info("expired offsets", "group", id, "offsets", len(expired), "group_removed", dead)
+		if dead {
+			g.SetDead(now)
+			c.unloadLocked(id, e)
+		}
+	}
+}
