@@ -436,7 +436,10 @@ func TestFailedWriteLeavesRecoverableLog(t *testing.T) {
 }
 
 // TestFailedSyncKeepsRecoveryPoint: a flush whose fsync fails does not
-// advance the recovery point.
+// advance the recovery point, and fails the log for good (as Kafka does:
+// after a failed fsync the kernel may have dropped the dirty pages, so a
+// later successful fsync proves nothing). Appends and flushes are refused
+// with ErrFailed (KAFKA_STORAGE_ERROR) and Close reports the failure.
 func TestFailedSyncKeepsRecoveryPoint(t *testing.T) {
 	mem := vfs.NewMem()
 	faulty := vfs.NewFaulty(mem, nil)
@@ -450,9 +453,12 @@ func TestFailedSyncKeepsRecoveryPoint(t *testing.T) {
 	require.ErrorIs(t, l.Flush(l.LogEndOffset()), vfs.ErrInjected)
 	require.Zero(t, l.RecoveryPoint())
 	faulty.SetInjector(nil)
-	require.NoError(t, l.Flush(l.LogEndOffset()))
-	require.Equal(t, int64(10), l.RecoveryPoint())
-	require.NoError(t, l.Close())
+	require.ErrorIs(t, l.Flush(l.LogEndOffset()), ErrFailed)
+	require.ErrorIs(t, l.FlushIfDue(), ErrFailed)
+	require.Zero(t, l.RecoveryPoint(), "the recovery point never passes unsynced data")
+	_, err = l.Append(makeBatch(t, 1, 10, 100), 0)
+	require.ErrorIs(t, err, ErrFailed)
+	require.ErrorIs(t, l.Close(), ErrFailed)
 	_ = bytes.Equal
 	_ = fs.ErrNotExist
 }

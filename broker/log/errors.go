@@ -13,6 +13,10 @@ var (
 	ErrOffsetOutOfRange = errors.New("log: offset out of range")
 	// ErrClosed is returned by every operation on a closed Log or Manager.
 	ErrClosed = errors.New("log: closed")
+	// ErrFailed is KAFKA_STORAGE_ERROR: an earlier write or fsync of the
+	// log failed, so its files are in an unknown state. The log refuses
+	// writes and flushes until the broker restarts and recovers it.
+	ErrFailed = errors.New("log: failed after an I/O error")
 	// ErrBatchTooLarge is MESSAGE_TOO_LARGE: the batch exceeds
 	// max.message.bytes.
 	ErrBatchTooLarge = errors.New("log: record batch larger than max.message.bytes")
@@ -35,6 +39,8 @@ var (
 	// ErrAboveHighWatermark means DeleteRecordsBefore was asked to move the
 	// log start offset past the high watermark.
 	ErrAboveHighWatermark = errors.New("log: offset above high watermark")
+	// ErrUnknownLog means the Manager hosts no log of that partition.
+	ErrUnknownLog = errors.New("log: unknown partition log")
 	// ErrBadConfig means a Config value is outside its legal range.
 	ErrBadConfig = errors.New("log: invalid config")
 	// ErrBadDirName means a partition directory is not named <topic>-<partition>.

@@ -506,9 +506,27 @@ func (l *Log) checkWritable() error {
 		return ErrClosed
 	}
 	if l.failed != nil {
-		return fmt.Errorf("log %s failed earlier: %w", l.dir, l.failed)
+		return fmt.Errorf("log %s: %w: %w", l.dir, ErrFailed, l.failed)
 	}
 	return nil
+}
+
+// Failed returns the I/O error that failed the log (nil if it has not
+// failed). A failed log refuses writes and flushes, and is recovered at
+// the next start: the Manager writes no clean-shutdown marker for its dir.
+func (l *Log) Failed() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.failed
+}
+
+// fail marks the log failed after an I/O error left its files in an
+// unknown state (Kafka takes the log dir offline). The caller holds mu.
+func (l *Log) fail(err error) {
+	if l.failed == nil {
+		l.failed = err
+		l.lg.Error("log failed, refusing writes until restart", "err", err)
+	}
 }
 
 // Append appends one record batch as the leader: batch must hold exactly
@@ -784,7 +802,7 @@ func (l *Log) roll(expectedNextOffset int64, reason string) (*Segment, error) {
 // advances). One flusher goroutine runs at a time. The caller holds mu.
 func (l *Log) scheduleFlush(offset int64) {
 	l.flushTarget = max(l.flushTarget, offset)
-	if l.flusherRunning || l.closed {
+	if l.flusherRunning || l.closed || l.failed != nil {
 		return
 	}
 	l.flusherRunning = true
@@ -792,14 +810,16 @@ func (l *Log) scheduleFlush(offset int64) {
 		for {
 			l.mu.Lock()
 			target := l.flushTarget
-			if (target <= l.recoveryPoint && len(l.rolledUnsynced) == 0 && len(l.pendingSnaps) == 0) || l.segments == nil {
+			if (target <= l.recoveryPoint && len(l.rolledUnsynced) == 0 && len(l.pendingSnaps) == 0) || l.checkWritable() != nil {
 				l.flusherRunning = false
 				l.mu.Unlock()
 				return
 			}
 			l.mu.Unlock()
 			if err := l.Flush(target); err != nil {
-				l.lg.Warn("background flush failed", "offset", target, "err", err)
+				if !errors.Is(err, ErrClosed) {
+					l.lg.Warn("background flush failed", "offset", target, "err", err)
+				}
 				l.mu.Lock()
 				l.flusherRunning = false
 				l.mu.Unlock()
@@ -813,9 +833,21 @@ func (l *Log) scheduleFlush(offset int64) {
 // the directory if files were created, renamed or removed since the last
 // flush, then raises the recovery point to upTo (at most the log end
 // offset). The fsyncs run without the log lock.
+//
+// A failed write or fsync fails the log, as in Kafka: after a failed fsync
+// the kernel may have dropped the dirty pages, so a retry that succeeds
+// proves nothing. The recovery point stays where it was, writes and
+// flushes are refused (ErrFailed) and the next start recovers the log.
+// A closed or deleted log is not flushed (ErrClosed).
 func (l *Log) Flush(upTo int64) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	l.mu.RLock()
+	err := l.checkWritable()
+	l.mu.RUnlock()
+	if err != nil {
+		return err
+	}
 	return l.flushLocked(upTo)
 }
 
@@ -857,35 +889,34 @@ func (l *Log) flushLocked(upTo int64) error {
 	}
 	clear(l.rolledUnsynced)
 	l.rolledUnsynced = l.rolledUnsynced[:0]
+	// A failure fails the log (see Flush): the snapshots are dropped and
+	// the recovery point is not raised.
 	for _, s := range segs {
 		if err := s.writePendingIndexes(); err != nil {
-			l.requeueSnapshots(snaps)
+			err = fmt.Errorf("flush %s: %w", l.dir, err)
+			l.fail(err)
 			l.mu.Unlock()
 			return err
 		}
 	}
 	l.mu.Unlock()
 
-	for i, s := range segs {
+	for _, s := range segs {
 		if err := s.syncFiles(); err != nil {
-			// Whatever was not synced must be synced by the next flush.
+			err = fmt.Errorf("flush %s: %w", l.dir, err)
 			l.mu.Lock()
-			for _, r := range segs[i:] {
-				if r.baseOffset < l.active().baseOffset {
-					l.rolledUnsynced = append(l.rolledUnsynced, r)
-				}
-			}
-			l.requeueSnapshots(snaps)
+			l.fail(err)
 			l.mu.Unlock()
-			return fmt.Errorf("flush %s: %w", l.dir, err)
+			return err
 		}
 	}
 	if needDirSync {
 		if err := l.fsys.SyncDir(l.dir); err != nil {
+			err = fmt.Errorf("flush %s: sync dir: %w", l.dir, err)
 			l.mu.Lock()
-			l.requeueSnapshots(snaps)
+			l.fail(err)
 			l.mu.Unlock()
-			return fmt.Errorf("flush %s: sync dir: %w", l.dir, err)
+			return err
 		}
 	}
 	l.writeSnapshots(snaps)
@@ -906,7 +937,11 @@ func (l *Log) FlushIfDue() error {
 	l.mu.RLock()
 	due := l.cfg.FlushMs != math.MaxInt64 && l.nowMs()-l.lastFlushMs >= l.cfg.FlushMs && l.logEndOffset > l.recoveryPoint
 	leo := l.logEndOffset
+	err := l.checkWritable()
 	l.mu.RUnlock()
+	if err != nil {
+		return err
+	}
 	if !due {
 		return nil
 	}
@@ -1129,7 +1164,10 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 
 // Close flushes the log, appends each active segment's final time-index
 // entry, trims the indexes, removes pending *.deleted files and closes every
-// file. The log end offset becomes the recovery point.
+// file. The log end offset becomes the recovery point. A failed log (see
+// Failed) is closed without a flush and Close returns an error wrapping
+// ErrFailed and the failure, so that the Manager writes no clean-shutdown
+// marker and the next start recovers the log.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -1147,11 +1185,13 @@ func (l *Log) Close() error {
 	// Final time-index entry and trimmed indexes first, so that the flush
 	// below makes the files a clean restart trusts durable.
 	active := l.active()
-	if err := active.onBecomeInactive(); err != nil {
+	failed := l.failed
+	if failed != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrFailed, failed))
+	} else if err := active.onBecomeInactive(); err != nil {
 		errs = append(errs, err)
 	}
 	leo := l.logEndOffset
-	failed := l.failed
 	var snap []pendingSnapshot
 	if failed == nil {
 		snap = []pendingSnapshot{{offset: leo, data: checkpoint.EncodeProducerSnapshot(l.producers.Snapshot())}}

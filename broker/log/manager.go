@@ -573,6 +573,11 @@ func (m *Manager) Close() error {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			if err := l.Close(); err != nil {
+				// A failed log (ErrFailed) or a failed final flush: the
+				// dir gets no clean-shutdown marker, so the next start
+				// recovers its logs.
+				m.lg.Error("log not closed cleanly, its log dir will be recovered at the next start",
+					"topic", l.Topic(), "partition", l.Partition(), "err", err)
 				errMu.Lock()
 				errs = append(errs, err)
 				failedDirs[filepath.Dir(l.Dir())] = true

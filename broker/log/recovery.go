@@ -23,8 +23,9 @@ import (
 //     missing an index is recovered now.
 //  3. After an unclean shutdown every segment from the one holding the
 //     recovery point to the end is recovered. The first segment that had to
-//     be cut, or that ends short of the next segment's base offset (a hole
-//     left by unsynced data), ends the log: later segments are removed.
+//     be cut, or that ends short of the next segment's base offset without
+//     proof that the gap is legitimate (a hole left by unsynced data), ends
+//     the log: later segments are removed. See gapIsDurable.
 //  4. An empty log, or one ending below the checkpointed log start offset,
 //     restarts with one empty segment at the log start offset.
 func (l *Log) load(o options) error {
@@ -65,6 +66,9 @@ func (l *Log) load(o options) error {
 		}
 	}
 
+	// provenDurable is the highest segment boundary below which the log is
+	// known to have been fsynced (a gap accepted by gapIsDurable).
+	provenDurable := int64(0)
 	if !o.cleanShutdown && len(l.segments) > 0 {
 		start := max(l.floorSegment(o.recoveryPoint), 0)
 		for i := start; i < len(l.segments); i++ {
@@ -79,13 +83,19 @@ func (l *Log) load(o options) error {
 				// Segments are created before the previous one's data is
 				// durable, and a page cache writes files back in any order,
 				// so after a crash a segment may end short of the next
-				// one's base. Offsets must not jump over lost data: the log
-				// ends at the first such hole.
+				// one's base because its tail was lost. But gaps are also
+				// legitimate (a compacted log; a follower rolls at the
+				// first offset of a fetched chunk), so a gap ends the log
+				// only when nothing proves the lower segment complete.
 				next, err := seg.readNextOffset()
 				if err != nil {
 					return err
 				}
-				if nb := l.segments[i+1].baseOffset; next != nb {
+				switch nb := l.segments[i+1].baseOffset; {
+				case next == nb:
+				case next < nb && l.gapIsDurable(nb):
+					provenDurable = max(provenDurable, nb)
+				default:
 					reason = fmt.Errorf("segment ends at offset %d but the next segment starts at %d", next, nb)
 				}
 			}
@@ -150,7 +160,10 @@ func (l *Log) load(o options) error {
 	if o.cleanShutdown {
 		l.recoveryPoint = l.logEndOffset
 	} else {
-		l.recoveryPoint = min(max(o.recoveryPoint, 0), l.logEndOffset)
+		// A proven boundary raises the recovery point, so that the proof
+		// (the snapshot, which is only trusted up to the recovery point)
+		// survives this load and the gap is not judged again.
+		l.recoveryPoint = min(max(o.recoveryPoint, provenDurable, 0), l.logEndOffset)
 	}
 	l.flushTarget = l.recoveryPoint
 	l.highWatermark = min(max(o.highWatermark, l.logStartOffset), l.logEndOffset)
@@ -165,6 +178,22 @@ func (l *Log) load(o options) error {
 			"log_start_offset", l.logStartOffset, "log_end_offset", l.logEndOffset)
 	}
 	return nil
+}
+
+// gapIsDurable says whether every segment below base was fsynced at some
+// point, so that a recovered segment ending below base ends there for
+// good (offsets were compacted away, or a follower rolled at a gap) rather
+// than because its tail was lost in a crash. The proof is the producer
+// snapshot named base: a roll queues it and flushLocked writes it
+// (atomically: temp, fsync, rename, dir fsync) only after fsyncing every
+// rolled segment and the directory, so it exists on disk only if the
+// segments below it were durable. Snapshots from base up are never deleted
+// while base lies above the checkpointed recovery point. A log without
+// that snapshot (its write failed, or the directory was written by Apache
+// Kafka, which writes the snapshot before flushing the rolled segment)
+// keeps the old, conservative rule: the log ends at the gap.
+func (l *Log) gapIsDurable(base int64) bool {
+	return l.exists(l.dir + "/" + snapshotName(base))
 }
 
 // recoverSegment recovers one segment during load outside the recovery
