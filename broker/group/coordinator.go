@@ -309,7 +309,7 @@ func (c *Coordinator) replay(partition int32, fn func(Key, []byte)) (int, error)
 
 // groupLocked finds a group this broker coordinates, creating it when
 // create is set.
-func (c *Coordinator) groupLocked(id string, create bool) (*entry, *kerr.Error) {
+func (c *Coordinator) groupLocked(id string, create bool) (*entry, error) {
 	if c.closed {
 		return nil, kerr.NotCoordinator
 	}
@@ -429,7 +429,7 @@ func (c *Coordinator) Join(id string, req JoinRequest, cb func(JoinResult)) {
 	}
 	if err != nil {
 		c.mu.Unlock()
-		cb(JoinResult{Err: err, MemberID: req.MemberID, Generation: -1})
+		cb(JoinResult{Err: asKerr(err), MemberID: req.MemberID, Generation: -1})
 		return
 	}
 	e.g.Join(req, c.now(), c.deferJoin(cb))
@@ -460,7 +460,7 @@ func (c *Coordinator) Sync(id string, req SyncRequest, cb func(SyncResult)) {
 	}
 	if err != nil {
 		c.mu.Unlock()
-		cb(SyncResult{Err: err})
+		cb(SyncResult{Err: asKerr(err)})
 		return
 	}
 	e.g.Sync(req, c.now(), c.deferSync(cb))
@@ -591,6 +591,14 @@ func (c *Coordinator) CommitOffsets(id, member string, instance *string, generat
 	c.dropIfUnusedLocked(id, e)
 	c.scheduleLocked(id, e)
 	return errs, nil
+}
+
+func asKerr(err error) *kerr.Error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke
+	}
+	return kerr.UnknownServerError
 }
 
 // storeError is the commit error Kafka answers when the append fails.

@@ -355,20 +355,20 @@ func (g *Group) replaceStatic(oldID, newID string, req JoinRequest, now time.Tim
 	if g.leader == oldID {
 		g.leader = newID
 	}
-	same := sameProtocols(old.Protocols, req.Protocols)
+	// Kafka rebalances only if the protocol the group would now select
+	// differs (members' metadata such as owned partitions may change).
+	m.Protocols, m.ProtocolType = req.Protocols, req.ProtocolType
 	switch {
-	case g.state == Stable && same:
+	case g.state == Stable && g.selectProtocol() == g.protocol:
 		g.dirty = true
 		r := g.joinResult(&m)
 		r.Members = nil
 		r.SkipAssignment = newID == g.leader
 		cb(r)
 	case g.state == PreparingRebalance:
-		m.Protocols, m.ProtocolType = req.Protocols, req.ProtocolType
 		m.joinCB = cb
 		g.maybeCompleteJoin(now)
 	default:
-		m.Protocols, m.ProtocolType = req.Protocols, req.ProtocolType
 		m.joinCB = cb
 		g.prepareRebalance(now)
 	}
