@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -81,7 +82,9 @@ func (h *Handler) handleJoinGroup(c *call) {
 		}
 	}
 	for _, p := range req.Protocols {
-		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+		// Request bytes alias the frame, which is reused after the
+		// response; the group keeps them.
+		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
 	if req.Reason != nil {
 		h.lg.Debug("join group", "group", req.Group, "member", req.MemberID, "reason", *req.Reason)

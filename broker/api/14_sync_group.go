@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/group"
@@ -27,7 +28,7 @@ func (h *Handler) handleSyncGroup(c *call) {
 	sr := group.SyncRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
 		ProtocolType: req.ProtocolType, Protocol: req.Protocol, Assignments: map[string][]byte{}}
 	for _, a := range req.GroupAssignment {
-		sr.Assignments[a.MemberID] = a.MemberAssignment
+		sr.Assignments[a.MemberID] = bytes.Clone(a.MemberAssignment) // aliases the frame
 	}
 	h.cfg.Groups.Sync(req.Group, sr, func(r group.SyncResult) {
 		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
