@@ -37,6 +37,11 @@ type Config struct {
 	// CleanupPolicy is cleanup.policy: "delete", "compact" or
 	// "compact,delete". Time and size retention apply only with delete.
 	CleanupPolicy string
+	// Log cleaner settings of a compacted topic (cleaner.go).
+	DeleteRetentionMs      int64   // delete.retention.ms: tombstones live this long after their first clean
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
+	MinCompactionLagMs     int64   // min.compaction.lag.ms
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms
 	// ProducerIDExpirationMs is producer.id.expiration.ms, a broker
 	// setting (the same for every log): producers idle this long lose
 	// their state.
@@ -59,6 +64,11 @@ func DefaultConfig() Config {
 		MaxMessageBytes:      1048588,
 		MessageTimestampType: record.CreateTime,
 		CleanupPolicy:        "delete",
+
+		DeleteRetentionMs:      86_400_000,
+		MinCleanableDirtyRatio: 0.5,
+		MinCompactionLagMs:     0,
+		MaxCompactionLagMs:     math.MaxInt64,
 
 		ProducerIDExpirationMs: DefaultProducerIDExpirationMs,
 	}
@@ -92,6 +102,14 @@ func (c Config) Validate() error {
 		return bad("max.message.bytes %d < 0", c.MaxMessageBytes)
 	case c.MessageTimestampType != record.CreateTime && c.MessageTimestampType != record.LogAppendTime:
 		return bad("message.timestamp.type %d", c.MessageTimestampType)
+	case c.DeleteRetentionMs < 0:
+		return bad("delete.retention.ms %d < 0", c.DeleteRetentionMs)
+	case !(c.MinCleanableDirtyRatio >= 0 && c.MinCleanableDirtyRatio <= 1):
+		return bad("min.cleanable.dirty.ratio %v not in [0, 1]", c.MinCleanableDirtyRatio)
+	case c.MinCompactionLagMs < 0:
+		return bad("min.compaction.lag.ms %d < 0", c.MinCompactionLagMs)
+	case c.MaxCompactionLagMs < 1:
+		return bad("max.compaction.lag.ms %d < 1", c.MaxCompactionLagMs)
 	case c.ProducerIDExpirationMs < 1:
 		return bad("producer.id.expiration.ms %d < 1", c.ProducerIDExpirationMs)
 	}
@@ -103,9 +121,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
-func (c Config) deletes() bool {
+func (c Config) deletes() bool { return c.hasPolicy("delete") }
+
+// compacts says cleanup.policy includes compact: the log cleaner keeps
+// only the latest record of each key.
+func (c Config) compacts() bool { return c.hasPolicy("compact") }
+
+func (c Config) hasPolicy(name string) bool {
 	for _, p := range strings.Split(c.CleanupPolicy, ",") {
-		if strings.TrimSpace(p) == "delete" {
+		if strings.TrimSpace(p) == name {
 			return true
 		}
 	}
@@ -123,6 +147,7 @@ type options struct {
 	logStartOffset int64
 	highWatermark  int64
 	cleanShutdown  bool
+	cleanerOffset  int64
 }
 
 // WithFS sets the file system (default vfs.OS).
@@ -148,6 +173,11 @@ func WithHighWatermark(offset int64) Option { return func(o *options) { o.highWa
 // WithCleanShutdown says the previous shutdown was clean (the log dir had
 // a clean-shutdown marker): no segment is recovered.
 func WithCleanShutdown(clean bool) Option { return func(o *options) { o.cleanShutdown = clean } }
+
+// WithCleanerCheckpoint sets the first dirty offset read from
+// cleaner-offset-checkpoint (compacted logs); -1 or an offset outside
+// [LogStartOffset, LogEndOffset] means the cleaner starts at the log start.
+func WithCleanerCheckpoint(offset int64) Option { return func(o *options) { o.cleanerOffset = offset } }
 
 // FileRegion is a byte range of an open segment file, for sendfile. It
 // stays readable after the segment is deleted by retention for
@@ -265,6 +295,12 @@ type Log struct {
 	pendingSnaps []pendingSnapshot
 
 	wg sync.WaitGroup // the async flusher started at roll
+
+	// cleanMu serialises cleans of this log (cleaner.go); taken before
+	// flushMu. firstDirtyOffset (under mu) is where the next clean starts,
+	// -1 when unknown (the log start offset).
+	cleanMu          sync.Mutex
+	firstDirtyOffset int64
 }
 
 // ParseTopicPartition splits a partition directory name <topic>-<partition>
@@ -287,7 +323,7 @@ func ParseTopicPartition(name string) (topic string, partition int32, ok bool) {
 // recovered: batches are validated, the log is cut at the first invalid or
 // torn one (logged at Warn) and indexes are rebuilt.
 func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
-	o := options{fsys: vfs.OS, now: time.Now}
+	o := options{fsys: vfs.OS, now: time.Now, cleanerOffset: -1}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -310,6 +346,8 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 		lg:        o.lg.With("topic", topic, "partition", partition),
 		now:       o.now,
 		cfg:       cfg,
+
+		firstDirtyOffset: o.cleanerOffset,
 	}
 	if err := vfs.MkdirAllSync(l.fsys, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)

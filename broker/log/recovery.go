@@ -224,7 +224,12 @@ func (l *Log) exists(path string) bool {
 	return err == nil
 }
 
-// removeTempFiles is step 1 of load.
+// removeTempFiles is step 1 of load (§2.6 of the format reference):
+// *.deleted and *.cleaned files go; a *.log.swap whose base offset is at
+// or above the smallest *.cleaned offset belongs to a replacement that was
+// not committed (its group was still being renamed) and goes too; every
+// other *.log.swap is completed. Swapped index files are always dropped:
+// the indexes of a completed swap are rebuilt from its .log.
 func (l *Log) removeTempFiles() error {
 	entries, err := l.fsys.ReadDir(l.dir)
 	if err != nil {
@@ -232,7 +237,7 @@ func (l *Log) removeTempFiles() error {
 	}
 	minCleaned := int64(math.MaxInt64)
 	var swaps []string
-	var logs []int64
+	bases := map[int64]bool{} // bases of every live segment file
 	for _, e := range entries {
 		name := e.Name()
 		switch {
@@ -250,23 +255,23 @@ func (l *Log) removeTempFiles() error {
 		case strings.HasSuffix(name, SwapSuffix):
 			swaps = append(swaps, name)
 		default:
-			if base, suffix, ok := ParseFileName(name); ok && suffix == LogSuffix {
-				logs = append(logs, base)
+			if base, suffix, ok := ParseFileName(name); ok && slices.Contains(segmentFiles, suffix) {
+				bases[base] = true
 			}
 		}
 	}
-	slices.Sort(logs)
 	slices.Sort(swaps)
 	for _, name := range swaps {
 		base, suffix, ok := ParseFileName(name)
 		switch {
 		case !ok || base >= minCleaned || suffix != LogSuffix+SwapSuffix:
-			// An incomplete split, or a swapped index: indexes are rebuilt.
+			// An incomplete replacement, or a swapped index: indexes are
+			// rebuilt.
 			if err := l.remove(name); err != nil {
 				return err
 			}
 		default:
-			if err := l.completeSwap(base, logs); err != nil {
+			if err := l.completeSwap(base, bases); err != nil {
 				return err
 			}
 		}
@@ -274,10 +279,13 @@ func (l *Log) removeTempFiles() error {
 	return nil
 }
 
-// completeSwap finishes an interrupted segment replacement: the segments
-// whose offsets the swap file covers are removed, its indexes dropped (they
-// are rebuilt) and the .swap suffix removed.
-func (l *Log) completeSwap(base int64, logs []int64) error {
+// completeSwap finishes an interrupted segment replacement: every file of
+// the segments whose base offsets lie in the swap file's range [base, next
+// offset) is removed (whichever of a segment's files were already renamed
+// away), its swapped indexes are dropped (they are rebuilt) and the .swap
+// suffix of its .log removed. The cleaner always keeps the last batch of a
+// cleaned group, so the range covers every segment it replaces.
+func (l *Log) completeSwap(base int64, bases map[int64]bool) error {
 	swapPath := FileName(l.dir, base, LogSuffix+SwapSuffix)
 	f, err := l.fsys.OpenFile(swapPath, os.O_RDONLY, 0)
 	if err != nil {
@@ -299,16 +307,17 @@ func (l *Log) completeSwap(base int64, logs []int64) error {
 	}
 	f.Close()
 	l.lg.Info("completing interrupted segment swap", "segment", swapPath, "next_offset", next)
-	for _, b := range logs {
-		if b >= base && (b < next || b == base) {
+	for b := range bases {
+		if b == base || (b > base && b < next) {
 			for _, suf := range segmentFiles {
 				if err := l.remove(FileName(l.dir, b, suf)[len(l.dir)+1:]); err != nil {
 					return err
 				}
 			}
+			delete(bases, b)
 		}
 	}
-	for _, suf := range []string{IndexSuffix, TimeIndexSuffix} {
+	for _, suf := range []string{IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
 		if err := l.remove(FileName(l.dir, base, suf+SwapSuffix)[len(l.dir)+1:]); err != nil {
 			return err
 		}
@@ -316,6 +325,7 @@ func (l *Log) completeSwap(base int64, logs []int64) error {
 	if err := l.fsys.Rename(swapPath, FileName(l.dir, base, LogSuffix)); err != nil {
 		return fmt.Errorf("complete swap %s: %w", swapPath, err)
 	}
+	bases[base] = true
 	l.dirGen++
 	return nil
 }
