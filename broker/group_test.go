@@ -212,16 +212,8 @@ func TestGroupStaticMember(t *testing.T) {
 	a := newGroupConsumer(t, addrs, "g-static", "static", opts("ia")...)
 	defer a.Close()
 	bb := newGroupConsumer(t, addrs, "g-static", "static", opts("ib")...)
-	go func() {
-		for a.Context().Err() == nil {
-			a.PollFetches(a.Context())
-		}
-	}()
-	go func() {
-		for bb.Context().Err() == nil {
-			bb.PollFetches(bb.Context())
-		}
-	}()
+	go pollUntilClosed(a)
+	go pollUntilClosed(bb)
 	describe := func() (gen int32, assigned map[string][]int32, ok bool) {
 		dg, err := adm.DescribeGroups(testCtx(t), "g-static")
 		if err != nil || dg["g-static"].State != "Stable" || len(dg["g-static"].Members) != 2 {
@@ -251,11 +243,7 @@ func TestGroupStaticMember(t *testing.T) {
 	bb.CloseAllowingRebalance()
 	bb = newGroupConsumer(t, addrs, "g-static", "static", opts("ib")...)
 	defer bb.Close()
-	go func() {
-		for bb.Context().Err() == nil {
-			bb.PollFetches(bb.Context())
-		}
-	}()
+	go pollUntilClosed(bb)
 	waitFor(t, 30*time.Second, "the restarted member to hold its partitions", func() bool {
 		_, gen := bb.GroupMetadata()
 		return gen == gen1
@@ -264,4 +252,12 @@ func TestGroupStaticMember(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, gen1, gen2, "generation changed: a rebalance happened")
 	require.Equal(t, before, after)
+}
+
+// pollUntilClosed polls so the client takes part in its group until it
+// is closed.
+func pollUntilClosed(cl *kgo.Client) {
+	for cl.Context().Err() == nil {
+		cl.PollFetches(cl.Context())
+	}
 }

@@ -61,7 +61,7 @@ func TestHostileInput(t *testing.T) {
 		{"short header", func(c *rawConn) { c.writeFrame([]byte{0, 3, 0}) }},
 		{"truncated request", func(c *rawConn) { c.writeFrame(full[:len(full)-3]) }},
 		{"unknown api key", func(c *rawConn) { c.writeFrame(frame(9999, 0, nil)) }},
-		{"api qk does not serve", func(c *rawConn) { c.writeFrame(frame(10, 0, []byte{0, 1, 'g'})) }},
+		{"api qk does not serve", func(c *rawConn) { c.writeFrame(frame(26, 0, []byte{0, 1, 't'})) }}, // EndTxn
 		{"unsupported version", func(c *rawConn) { c.writeFrame(frame(3, 99, nil)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
