@@ -297,6 +297,9 @@ func (s *Server) Start() (err error) {
 		FlushStartOffsetCheckpointMs:    int64(cfg.LogFlushStartOffsetCheckpointIntervalMs),
 		HighWatermarkCheckpointMs:       cfg.ReplicaHighWatermarkCheckpointMs,
 		BrokerEpoch:                     s.brokerEpoch,
+		CleanerEnable:                   cfg.LogCleanerEnable && cfg.LogCleanerThreads > 0,
+		CleanerBackoffMs:                cfg.LogCleanerBackoffMs,
+		CleanerDedupeBufferSize:         cfg.LogCleanerDedupeBufferSize / int64(max(cfg.LogCleanerThreads, 1)),
 	})
 	if err != nil {
 		return fmt.Errorf("broker: open logs: %w", err)

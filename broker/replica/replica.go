@@ -242,6 +242,12 @@ func LogConfig(t config.Topic) log.Config {
 	c.FlushMs = t.FlushMs
 	c.FileDeleteDelayMs = t.FileDeleteDelayMs
 	c.MaxMessageBytes = int64(t.MaxMessageBytes)
+	c.DeleteRetentionMs = t.DeleteRetentionMs
+	c.MinCleanableDirtyRatio = t.MinCleanableDirtyRatio
+	c.MinCompactionLagMs = t.MinCompactionLagMs
+	if t.MaxCompactionLagMs > 0 { // a zero Topic keeps Kafka's default
+		c.MaxCompactionLagMs = t.MaxCompactionLagMs
+	}
 	c.MessageTimestampType = record.CreateTime
 	if t.MessageTimestampType == "LogAppendTime" {
 		c.MessageTimestampType = record.LogAppendTime
