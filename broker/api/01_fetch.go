@@ -134,6 +134,7 @@ func (f *delayedFetch) read() {
 		remaining = 1<<31 - 1
 	}
 	first := true // no partition has returned data yet
+	f.resp.releaseRegions() // of an earlier read of this fetch
 	f.resp = fetchResponse{version: v}
 	f.bytes, f.stop, f.partitions = 0, false, 0
 	var endpoints map[int32]bool
@@ -197,6 +198,8 @@ func (f *delayedFetch) read() {
 						first = false
 						remaining -= r.Length
 						f.bytes += r.Length
+					} else {
+						r.Release()
 					}
 				}
 			}
@@ -236,9 +239,13 @@ func (f *delayedFetch) respond() {
 	if len(parts) > 0 && len(parts[0].Bytes) > 0 {
 		*bp = parts[0].Bytes[:0]
 	}
+	resp := &f.resp
 	f.c.r.Respond(&network.Response{
 		Parts: parts,
 		Done: func(error) {
+			// The bytes are on the socket or dropped: the segment files
+			// may be closed now (ReadForConsumer holds them open).
+			resp.releaseRegions()
 			if cap(*bp) <= 1<<20 {
 				bufPool.Put(bp)
 			}

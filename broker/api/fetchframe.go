@@ -69,6 +69,18 @@ func newFetchPartition(partition int32, errorCode int16) fetchPartition {
 	}
 }
 
+// releaseRegions releases every partition's records region (taken with
+// replica.Partition.ReadForConsumer) once, and forgets them.
+func (r *fetchResponse) releaseRegions() {
+	for i := range r.topics {
+		for j := range r.topics[i].partitions {
+			p := &r.topics[i].partitions[j]
+			p.records.Release()
+			p.records = log.FileRegion{}
+		}
+	}
+}
+
 // size is the number of record bytes the response carries.
 func (r *fetchResponse) recordBytes() int64 {
 	var n int64

@@ -110,9 +110,38 @@
 // log end offset comes from the batches after the active segment's last
 // index entry. Otherwise every segment from the one holding the recovery
 // point on is recovered: each batch is validated (structure, CRC-32C,
-// increasing offsets), the .log is cut at the first invalid or torn batch
-// or at a gap before the next segment, later segments are removed, the cut
-// is logged at Warn, and both indexes are rebuilt.
+// increasing offsets), the .log is cut at the first invalid or torn batch,
+// later segments are removed, the cut is logged at Warn, and both indexes
+// are rebuilt.
+//
+// Gaps between segments are legitimate (a compacted log; a follower rolls
+// at the first offset of a fetched chunk when its leader's offsets jump),
+// and Kafka's recovery has no rule about them. But a segment ending below
+// the next one's base can also be a crash hole: segments are created
+// before the previous one's tail is durable, and the page cache writes
+// files back in any order. A gap is therefore kept only when the producer
+// snapshot named after the next segment's base exists: the flush writes
+// it (atomically) only after fsyncing every rolled segment below it, so it
+// proves them complete; the recovery point is raised to that base. Without
+// the proof (the snapshot write failed, or Apache Kafka wrote the
+// directory: it writes the snapshot before the flush) the log ends at the
+// gap, as before.
+//
+// A failed write or fsync fails the Log (ErrFailed, KAFKA_STORAGE_ERROR):
+// after a failed fsync the kernel may have dropped the dirty pages, so a
+// retried fsync proves nothing. The recovery point stays below the
+// unsynced data, writes and flushes are refused, Close returns the failure
+// and the Manager writes no clean-shutdown marker for the log dir, so the
+// next start recovers the log.
+//
+// # File regions
+//
+// Read returns a region of a segment's open .log (no copy). A region from
+// ReadRetained (what Fetch sends with sendfile) holds the file open until
+// Region.Release: a deleted or closed segment's .log is closed only when
+// file.delete.delay.ms has passed (or the log closed) and no region holds
+// it, so a response queued for longer never sends from a descriptor number
+// that was closed and reused for another file.
 //
 // # Compaction
 //

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"io/fs"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -141,4 +142,170 @@ func TestUnprovenGapEndsLog(t *testing.T) {
 	defer l2.Close()
 	require.Equal(t, int64(5), l2.LogEndOffset())
 	require.Equal(t, 1, l2.RecoveryStats().DeletedSegments)
+}
+
+// TestRetainedRegionOutlivesSegmentDeletion: a region handed to sendfile
+// (ReadRetained) keeps its segment file open after retention deleted the
+// segment with file.delete.delay.ms=0, and after the log closed, until it
+// is released; only then is the descriptor closed (and free for reuse).
+func TestRetainedRegionOutlivesSegmentDeletion(t *testing.T) {
+	fsys := vfs.NewMem()
+	cfg := smallConfig() // file.delete.delay.ms 0
+	cfg.SegmentBytes = 1000
+	l, err := Open(crashDir, cfg, WithFS(fsys), WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	for i := range 4 {
+		_, err := l.Append(makeBatch(t, 5, int64(1000*i), 100), 0)
+		require.NoError(t, err)
+	}
+	require.Greater(t, l.NumSegments(), 2)
+	l.SetHighWatermark(l.LogEndOffset())
+
+	retained, err := l.ReadRetained(0, 1<<20, -1)
+	require.NoError(t, err)
+	closing, err := l.ReadRetained(l.LogEndOffset()-1, 1<<20, -1)
+	require.NoError(t, err)
+
+	_, err = l.DeleteRecordsBefore(l.LogEndOffset() - 1)
+	require.NoError(t, err)
+	n, err := l.DeleteOldSegments()
+	require.NoError(t, err)
+	require.Positive(t, n)
+
+	buf := make([]byte, retained.Region.Length)
+	_, err = retained.Region.File.ReadAt(buf, retained.Region.Position)
+	require.NoError(t, err, "a retained region's file stays open after its segment is deleted")
+	_, err = record.Validate(buf)
+	require.NoError(t, err)
+
+	retained.Region.Release()
+	_, err = retained.Region.File.ReadAt(buf[:1], retained.Region.Position)
+	require.ErrorIs(t, err, fs.ErrClosed, "released: the deleted segment's file is closed")
+
+	// Close leaves a held file open until its region is released.
+	require.NoError(t, l.Close())
+	_, err = closing.Region.File.ReadAt(buf[:1], closing.Region.Position)
+	require.NoError(t, err)
+	closing.Region.Release()
+	_, err = closing.Region.File.ReadAt(buf[:1], closing.Region.Position)
+	require.ErrorIs(t, err, fs.ErrClosed)
+}
+
+// dirState maps each file of dir to its content.
+func dirState(t *testing.T, fsys vfs.FS, dir string) map[string]string {
+	t.Helper()
+	ents, err := fsys.ReadDir(dir)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, e := range ents {
+		out[e.Name()] = string(readAll(t, fsys, dir+"/"+e.Name()))
+	}
+	return out
+}
+
+// TestDeletedLogWritesNothingIntoRecreatedDir: DeleteLog stops the log
+// before renaming its directory: the background flusher (here waiting for
+// a running flush) finishes first and pending producer snapshots are
+// dropped, and later calls on the old Log write nothing, so a partition
+// created again at the same path never sees the deleted one's files.
+func TestDeletedLogWritesNothingIntoRecreatedDir(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 1000
+	cfg.FileDeleteDelayMs = 60_000
+	mc := ManagerConfig{LogDirs: []string{"/data"}, FS: mem, Logger: testLogger(t), DefaultConfig: cfg,
+		RetentionCheckIntervalMs: -1, FlushOffsetCheckpointIntervalMs: -1, FlushStartOffsetCheckpointMs: -1, HighWatermarkCheckpointMs: -1}
+	m, err := OpenManager(mc)
+	require.NoError(t, err)
+	old, err := m.CreateLog("t", 0, cfg)
+	require.NoError(t, err)
+
+	old.flushMu.Lock() // a long flush is running: the flusher started at roll waits
+	for i := range 6 {
+		_, err := old.Append(makeBatch(t, 5, int64(1000*i), 100), 0)
+		require.NoError(t, err)
+	}
+	require.Greater(t, old.NumSegments(), 2)
+	deleted := make(chan error)
+	go func() { deleted <- m.DeleteLog("t", 0) }()
+	old.flushMu.Unlock()
+	require.NoError(t, <-deleted)
+
+	nl, err := m.CreateLog("t", 0, cfg)
+	require.NoError(t, err)
+	before := dirState(t, mem, nl.Dir())
+	require.ErrorIs(t, old.Flush(old.LogEndOffset()), ErrClosed)
+	require.ErrorIs(t, old.FlushIfDue(), ErrClosed)
+	require.ErrorIs(t, old.AssignLeaderEpoch(7), ErrClosed)
+	_, err = old.Append(makeBatch(t, 1, 9000, 100), 0)
+	require.ErrorIs(t, err, ErrClosed)
+	_, err = old.DeleteOldSegments()
+	require.ErrorIs(t, err, ErrClosed)
+	require.Equal(t, before, dirState(t, mem, nl.Dir()), "the deleted log wrote into the new partition's directory")
+	for name := range before {
+		require.False(t, strings.HasSuffix(name, SnapshotSuffix), "snapshot %s of the deleted log in the new directory", name)
+	}
+	require.NoError(t, m.Close())
+}
+
+// TestDeleteLogOfLongTopic: the directory of a deleted partition whose
+// topic has 249 characters is renamed to a name of at most 255 bytes (the
+// topic is cut, as Kafka does), so the deletion works and the partition
+// does not come back at the next start.
+func TestDeleteLogOfLongTopic(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallConfig()
+	mc := ManagerConfig{LogDirs: []string{dir}, Logger: testLogger(t), DefaultConfig: cfg, RetentionCheckIntervalMs: -1}
+	m, err := OpenManager(mc)
+	require.NoError(t, err)
+	topic := strings.Repeat("x", 249)
+	_, err = m.CreateLog(topic, 7, cfg)
+	require.NoError(t, err)
+	require.NoError(t, m.DeleteLog(topic, 7))
+	_, ok := m.GetLog(topic, 7)
+	require.False(t, ok)
+	ents, err := vfs.OS.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		if e.IsDir() {
+			require.LessOrEqual(t, len(e.Name()), 255)
+			require.True(t, strings.HasSuffix(e.Name(), "-delete"), e.Name())
+			require.True(t, strings.HasPrefix(e.Name(), "xxx"), e.Name())
+		}
+	}
+	require.NoError(t, m.Close())
+
+	m2, err := OpenManager(mc)
+	require.NoError(t, err)
+	_, ok = m2.GetLog(topic, 7)
+	require.False(t, ok, "the deleted partition is back after a restart")
+	require.NoError(t, m2.Close())
+	require.Len(t, deleteDirName(TopicPartition{Topic: topic, Partition: 2147483647}), 255)
+	require.Equal(t, "t-0.", deleteDirName(TopicPartition{Topic: "t", Partition: 0})[:4])
+}
+
+// TestDeleteLogRenameFailureKeepsPartition: when the directory cannot be
+// renamed, the partition stays in the Manager and keeps working.
+func TestDeleteLogRenameFailureKeepsPartition(t *testing.T) {
+	mem := vfs.NewMem()
+	fault := vfs.NewFaulty(mem, nil)
+	cfg := smallConfig()
+	m, err := OpenManager(ManagerConfig{LogDirs: []string{"/data"}, FS: fault, Logger: testLogger(t), DefaultConfig: cfg, RetentionCheckIntervalMs: -1})
+	require.NoError(t, err)
+	l, err := m.CreateLog("t", 0, cfg)
+	require.NoError(t, err)
+	fault.SetInjector(vfs.InjectorFunc(func(op vfs.Op, path string) error {
+		if op == vfs.OpRename && path == "/data/t-0" {
+			return vfs.ErrInjected
+		}
+		return nil
+	}))
+	require.ErrorIs(t, m.DeleteLog("t", 0), vfs.ErrInjected)
+	fault.SetInjector(nil)
+	got, ok := m.GetLog("t", 0)
+	require.True(t, ok)
+	require.Same(t, l, got)
+	_, err = l.Append(makeBatch(t, 1, 1000, 100), 0)
+	require.NoError(t, err)
+	require.NoError(t, m.Close())
 }

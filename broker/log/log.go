@@ -179,13 +179,27 @@ func WithCleanShutdown(clean bool) Option { return func(o *options) { o.cleanShu
 // [LogStartOffset, LogEndOffset] means the cleaner starts at the log start.
 func WithCleanerCheckpoint(offset int64) Option { return func(o *options) { o.cleanerOffset = offset } }
 
-// FileRegion is a byte range of an open segment file, for sendfile. It
-// stays readable after the segment is deleted by retention for
-// file.delete.delay.ms.
+// FileRegion is a byte range of an open segment file, for sendfile. A
+// region from Read stays readable after its segment is deleted (retention,
+// truncation) for file.delete.delay.ms; one from ReadRetained holds the
+// file open until Release, however long that takes.
 type FileRegion struct {
 	File     vfs.File
 	Position int64
 	Length   int64
+
+	seg *Segment // set by ReadRetained until Release
+}
+
+// Release drops the region's hold on its segment file (ReadRetained): a
+// deleted or closed segment's file is closed once no region holds it. Call
+// it exactly once per retained region, after the bytes were sent or the
+// region was dropped. It does nothing for a region of Read or a zero
+// region; copies of a region share one hold.
+func (r FileRegion) Release() {
+	if r.seg != nil {
+		r.seg.release()
+	}
 }
 
 // AppendInfo describes an append.
@@ -519,6 +533,9 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 func (l *Log) AssignLeaderEpoch(epoch int32) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.checkWritable(); err != nil {
+		return err
+	}
 	_, err := l.epochs.Assign(epoch, l.logEndOffset)
 	return err
 }
@@ -994,6 +1011,20 @@ func (l *Log) FlushIfDue() error {
 // or above the log end offset it is ErrOffsetOutOfRange. No record bytes
 // are copied.
 func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64) (ReadInfo, error) {
+	return l.read(offset, maxBytes, maxOffset, false)
+}
+
+// ReadRetained is Read for a region that outlives the call (a fetch
+// response sent with sendfile, possibly queued behind others): the region
+// holds its segment's file open, even after the segment is deleted and
+// file.delete.delay.ms has passed, until Region.Release is called, so its
+// descriptor is never closed and reused for another file before the bytes
+// are sent. The caller must call Release exactly once.
+func (l *Log) ReadRetained(offset int64, maxBytes int32, maxOffset int64) (ReadInfo, error) {
+	return l.read(offset, maxBytes, maxOffset, true)
+}
+
+func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, retain bool) (ReadInfo, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	info := ReadInfo{FetchOffset: offset, LogStartOffset: l.logStartOffset, LogEndOffset: l.logEndOffset, HighWatermark: l.highWatermark}
@@ -1031,6 +1062,10 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64) (ReadInfo, err
 				return info, nil
 			}
 			info.Region = FileRegion{File: seg.log, Position: pos, Length: n}
+			if retain {
+				seg.retain()
+				info.Region.seg = seg
+			}
 			info.SegmentBaseOffset = seg.baseOffset
 			return info, nil
 		}
@@ -1266,15 +1301,42 @@ func (l *Log) Close() error {
 	return nil
 }
 
+// stop makes the log write nothing more to its directory (DeleteLog calls
+// it before renaming the directory away, so that nothing lands in a new
+// partition created at the old path): it is marked closed, so writes and
+// flushes are refused, the background flusher and any running flush are
+// waited for, and the pending producer snapshots are taken out (returned
+// for resume). Reads keep working until closeWithoutFlush.
+func (l *Log) stop() []pendingSnapshot {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.wg.Wait()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	snaps := l.pendingSnaps
+	l.pendingSnaps = nil
+	return snaps
+}
+
+// resume undoes stop (the directory could not be renamed).
+func (l *Log) resume(snaps []pendingSnapshot) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = false
+	l.requeueSnapshots(snaps)
+	if len(snaps) > 0 {
+		l.scheduleFlush(l.flushTarget)
+	}
+}
+
 // closeWithoutFlush closes every file without writing anything (a log
 // being deleted, or one opened by a start-up that failed).
 func (l *Log) closeWithoutFlush() {
 	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return
-	}
-	l.closed = true
+	l.closed = true // perhaps already, by stop: the files are closed anyway
 	l.mu.Unlock()
 	l.wg.Wait()
 	l.flushMu.Lock()

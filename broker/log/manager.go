@@ -373,16 +373,12 @@ func (m *Manager) DeleteLog(topic string, partition int32) error {
 	if !ok {
 		return nil
 	}
-	l.mu.Lock()
-	if l.failed == nil {
-		l.failed = fmt.Errorf("%w: deleted", ErrClosed)
-	}
-	delay := time.Duration(max(l.cfg.FileDeleteDelayMs, 0)) * time.Millisecond
-	l.mu.Unlock()
+	// Nothing may be written to the old path after the rename (a
+	// partition created there again would load it).
+	snaps := l.stop()
+	delay := time.Duration(max(l.Config().FileDeleteDelayMs, 0)) * time.Millisecond
 
-	var id [16]byte
-	rand.Read(id[:])
-	doomed := fmt.Sprintf("%s/%s.%s-delete", dir, tp, hex.EncodeToString(id[:]))
+	doomed := dir + "/" + deleteDirName(tp)
 	remove := func() error {
 		l.closeWithoutFlush()
 		if err := m.fsys.RemoveAll(doomed); err != nil {
@@ -395,7 +391,18 @@ func (m *Manager) DeleteLog(topic string, partition int32) error {
 		if !closing {
 			m.deleting.Done()
 		}
-		l.closeWithoutFlush()
+		// The partition is still there: keep serving it (unless it was
+		// created again meanwhile, which cannot have opened this dir).
+		m.mu.Lock()
+		if _, again := m.logs[tp]; !again && !m.closed {
+			l.resume(snaps)
+			m.logs[tp], m.dirOf[tp] = l, dir
+			l = nil
+		}
+		m.mu.Unlock()
+		if l != nil {
+			l.closeWithoutFlush()
+		}
 		return fmt.Errorf("delete log %s: %w", tp, err)
 	}
 	if err := m.fsys.SyncDir(dir); err != nil {
@@ -418,6 +425,16 @@ func (m *Manager) DeleteLog(topic string, partition int32) error {
 		}
 	}()
 	return nil
+}
+
+// deleteDirName is the name a deleted partition's directory is renamed to,
+// <topic>-<partition>.<uuid, 32 hex>-delete, with the topic cut so that
+// the name fits 255 bytes, as Kafka's UnifiedLog.logDeleteDirName does.
+func deleteDirName(tp TopicPartition) string {
+	var id [16]byte
+	rand.Read(id[:])
+	suffix := fmt.Sprintf("-%d.%s-delete", tp.Partition, hex.EncodeToString(id[:]))
+	return tp.Topic[:min(len(tp.Topic), 255-len(suffix))] + suffix
 }
 
 // startLoops starts the background loops whose interval is enabled.

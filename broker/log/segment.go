@@ -81,6 +81,16 @@ type Segment struct {
 	logPath string
 	size    int64
 
+	// refs counts the FileRegions of the .log handed out by ReadRetained
+	// and not released yet. closing says the segment wants its .log
+	// closed (it was closed or deleted); the close happens when both are
+	// true and refs is 0, by closeLog or by the last release, so a
+	// descriptor in a queued sendfile is never closed (and reused for
+	// another file) under it. logClosed makes the close happen once.
+	refs      atomic.Int64
+	closing   atomic.Bool
+	logClosed atomic.Bool
+
 	// created is when this segment object was made (ms); segment.ms uses
 	// it when the segment has no timestamps.
 	created int64
@@ -695,10 +705,34 @@ func (s *Segment) close() error {
 		}
 		errs = append(errs, s.index.Close(), s.timeIndex.Close())
 	}
-	if err := s.log.Close(); err != nil {
+	if err := s.closeLog(); err != nil {
 		errs = append(errs, fmt.Errorf("close %s: %w", s.logPath, err))
 	}
 	return errors.Join(errs...)
+}
+
+// retain takes a reference on the .log for a FileRegion. The caller holds
+// the log's lock and s is live (not closing).
+func (s *Segment) retain() { s.refs.Add(1) }
+
+// release drops a reference taken by retain, closing the .log if the
+// segment was closed or deleted meanwhile and this was the last one.
+func (s *Segment) release() {
+	if s.refs.Add(-1) == 0 && s.closing.Load() && s.logClosed.CompareAndSwap(false, true) {
+		if err := s.log.Close(); err != nil {
+			s.lg.Warn("closing segment after its last file region failed", "segment", s.logPath, "err", err)
+		}
+	}
+}
+
+// closeLog closes the .log now, or when the last FileRegion holding it is
+// released.
+func (s *Segment) closeLog() error {
+	s.closing.Store(true)
+	if s.refs.Load() == 0 && s.logClosed.CompareAndSwap(false, true) {
+		return s.log.Close()
+	}
+	return nil
 }
 
 // closeHandles closes every file without writing anything.
@@ -707,7 +741,7 @@ func (s *Segment) closeHandles() {
 		s.index.x.f.Close()
 		s.timeIndex.x.f.Close()
 	}
-	s.log.Close()
+	s.closeLog()
 }
 
 // segmentFiles lists the suffixes a segment may own.

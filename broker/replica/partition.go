@@ -181,12 +181,14 @@ func (p *Partition) LastStableOffset() int64 { return p.log.HighWatermark() }
 // ReadForConsumer reads from offset for a consumer: at most maxBytes
 // (the first batch whole even if larger) and nothing at or above the
 // high watermark, which for read_committed is the last stable offset.
+// The region holds its segment file open (log.Log.ReadRetained): the caller
+// must call Region.Release once the bytes are sent or dropped.
 func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, readCommitted bool) (log.ReadInfo, error) {
 	limit := p.log.HighWatermark()
 	if readCommitted {
 		limit = p.LastStableOffset()
 	}
-	return p.log.Read(offset, maxBytes, limit)
+	return p.log.ReadRetained(offset, maxBytes, limit)
 }
 
 // Config is the topic's effective configuration.
