@@ -403,9 +403,9 @@ func (g *Group) updateMember(m *Member, req JoinRequest, now time.Time, cb func(
 	m.ClientID, m.ClientHost = req.ClientID, req.ClientHost
 	m.SessionTimeout, m.RebalanceTimeout = req.SessionTimeout, req.RebalanceTimeout
 	if m.joinCB != nil {
-		// A member joining twice: the older request is answered as
-		// Kafka does, with the member's id and no error, but a stale
-		// generation (the client discards it).
+		// A member joining twice while its first join waits: the older
+		// request is answered UNKNOWN_MEMBER_ID (the client has moved on
+		// to the newer one); the newer waits for the join phase.
 		m.joinCB(JoinResult{Err: kerr.UnknownMemberID, MemberID: m.ID, Generation: -1})
 	}
 	m.joinCB = cb
