@@ -133,7 +133,7 @@ func (f *delayedFetch) read() {
 	if v < 3 || req.MaxBytes <= 0 {
 		remaining = 1<<31 - 1
 	}
-	first := true // no partition has returned data yet
+	first := true           // no partition has returned data yet
 	f.resp.releaseRegions() // of an earlier read of this fetch
 	f.resp = fetchResponse{version: v}
 	f.bytes, f.stop, f.partitions = 0, false, 0

@@ -11,26 +11,26 @@
 // call (another member's request or a Tick). Coordinator (coordinator.go)
 // owns the timers and the storage.
 //
-//	             first join (initial delay)
-//	  ┌───────┐ ─────────────────────────► ┌────────────────────┐
-//	  │ Empty │                            │ PreparingRebalance │◄─────────┐
-//	  └───────┘ ◄───────────────────────── └────────────────────┘          │
-//	    │  ▲      join phase ends, no members   │ all joined or            │
-//	    │  │                                    │ rebalance timeout        │ join (leader or new
-//	    │  │                                    ▼                          │ protocols), leave,
-//	    │  │  last member leaves  ┌─────────────────────┐ member expires,  │ session expiry,
-//	    │  └───────────────────── │ CompletingRebalance │ ─────────────────┤ sync timeout
-//	    │                         └─────────────────────┘                  │
-//	    │                                   │ leader's SyncGroup           │
-//	    │                                   ▼                              │
-//	    │                              ┌────────┐                          │
-//	    │                              │ Stable │ ─────────────────────────┘
-//	    │                              └────────┘
-//	    │ DeleteGroups, or offsets expired
-//	    ▼
-//	  ┌──────┐
-//	  │ Dead │
-//	  └──────┘
+//	           first join (initial delay)
+//	┌───────┐ ─────────────────────────► ┌────────────────────┐
+//	│ Empty │                            │ PreparingRebalance │◄─────────┐
+//	└───────┘ ◄───────────────────────── └────────────────────┘          │
+//	  │  ▲      join phase ends, no members   │ all joined or            │
+//	  │  │                                    │ rebalance timeout        │ join (leader or new
+//	  │  │                                    ▼                          │ protocols), leave,
+//	  │  │  last member leaves  ┌─────────────────────┐ member expires,  │ session expiry,
+//	  │  └───────────────────── │ CompletingRebalance │ ─────────────────┤ sync timeout
+//	  │                         └─────────────────────┘                  │
+//	  │                                   │ leader's SyncGroup           │
+//	  │                                   ▼                              │
+//	  │                              ┌────────┐                          │
+//	  │                              │ Stable │ ─────────────────────────┘
+//	  │                              └────────┘
+//	  │ DeleteGroups, or offsets expired
+//	  ▼
+//	┌──────┐
+//	│ Dead │
+//	└──────┘
 //
 // Invariants:
 //   - A generation's assignments come only from its leader's SyncGroup;
