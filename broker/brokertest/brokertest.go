@@ -22,6 +22,7 @@ type Option func(*options)
 type options struct {
 	sets  []string
 	level slog.Level
+	clock func() time.Time
 }
 
 // WithConfig sets a broker setting (Kafka's name), as --set does.
@@ -32,6 +33,12 @@ func WithConfig(key, value string) Option {
 // WithLogLevel sets the level of the brokers' log lines in the test
 // output (default Warn, so failures show trouble without noise).
 func WithLogLevel(l slog.Level) Option { return func(o *options) { o.level = l } }
+
+// WithClock sets the brokers' wall clock (broker.WithClock): the logs',
+// the API handlers' and the group coordinator's, so a test can move time
+// forward past a retention without waiting. It must be safe for
+// concurrent use.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
 
 // Broker is one running in-process broker.
 type Broker struct {
@@ -115,6 +122,9 @@ func (b *Broker) start(port int) {
 	lg := slog.New(slog.NewTextHandler(b.t.Output(), &slog.HandlerOptions{Level: b.opts.level})).
 		With("test_broker", b.ID)
 	opts := []broker.Option{broker.WithLogger(lg)}
+	if b.opts.clock != nil {
+		opts = append(opts, broker.WithClock(b.opts.clock))
+	}
 	if b.store != nil {
 		sess, err := b.store.NewSession()
 		if err != nil {
