@@ -124,44 +124,58 @@ func (c *conn) dropReadState() {
 	}
 }
 
-// turnstile orders Handle calls of one connection by request seq.
+// turnstile orders Handle calls of one connection by request seq without
+// making a handler goroutine wait: a handler that pops a request whose
+// predecessors are still being handled parks it here and goes back to the
+// queue; the handler that finishes the predecessor runs it next.
 type turnstile struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	next   uint64 // seq whose Handle may run now
-	closed bool   // connection gone: waiters stop waiting (their responses are dropped)
+	mu      sync.Mutex
+	next    uint64              // seq whose Handle may run now
+	pending map[uint64]*Request // popped early, waiting for their turn
+	closed  bool                // connection gone: nothing is parked any more
 }
 
-// wait blocks until request seq may be handled, or the connection closed.
-func (t *turnstile) wait(seq uint64) {
+// enter reports whether r may be handled now; if not, r is parked and the
+// handler of its predecessor will run it.
+func (t *turnstile) enter(r *Request) bool {
 	t.mu.Lock()
-	if t.cond == nil {
-		t.cond = sync.NewCond(&t.mu)
+	defer t.mu.Unlock()
+	if r.seq == t.next || t.closed {
+		return true
 	}
-	for t.next != seq && !t.closed {
-		t.cond.Wait()
+	if t.pending == nil {
+		t.pending = make(map[uint64]*Request)
 	}
-	t.mu.Unlock()
+	t.pending[r.seq] = r
+	return false
 }
 
-// done lets the request after seq be handled.
-func (t *turnstile) done(seq uint64) {
+// leave ends the Handle call of seq and returns the parked request that is
+// next in order, if any, for the same handler to run.
+func (t *turnstile) leave(seq uint64) *Request {
 	t.mu.Lock()
-	if t.next == seq {
+	defer t.mu.Unlock()
+	if seq == t.next {
 		t.next++
 	}
-	if t.cond != nil {
-		t.cond.Broadcast()
+	if r, ok := t.pending[t.next]; ok {
+		delete(t.pending, t.next)
+		return r
 	}
-	t.mu.Unlock()
+	return nil
 }
 
-// close releases every waiter for good.
-func (t *turnstile) close() {
+// close marks the connection gone and returns every parked request for the
+// caller to drop; requests popped afterwards run at once (their responses
+// are dropped by the closed connection).
+func (t *turnstile) close() []*Request {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.closed = true
-	if t.cond != nil {
-		t.cond.Broadcast()
+	out := make([]*Request, 0, len(t.pending))
+	for _, r := range t.pending {
+		out = append(out, r)
 	}
-	t.mu.Unlock()
+	t.pending = nil
+	return out
 }

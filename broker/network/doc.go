@@ -101,9 +101,12 @@
 // Reading ahead never means handling ahead: a connection's requests reach
 // Handler.Handle one at a time, in read order (a per-connection turnstile
 // in front of Handle), so pipelined produce batches for a partition are
-// appended in the order the client sent them, as with Kafka. A handler
-// that parks a request (long-poll fetch) returns from Handle at once, so
-// the next request of that connection is not held up by the wait.
+// appended in the order the client sent them, as with Kafka. No handler
+// goroutine waits for its turn: one that pops a request whose predecessor
+// is still being handled parks it on the connection and moves on, and the
+// handler of the predecessor runs it next. A handler that parks a request
+// in the purgatory (long-poll fetch) returns from Handle at once, so the
+// next request of that connection is not held up by the wait.
 //
 // # Backpressure invariant
 //

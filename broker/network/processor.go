@@ -787,7 +787,13 @@ func (p *processor) closeConn(c *conn, reason string, err error) {
 		p.lg.Debug("connection closed: "+reason, "listener", c.listener, "remote", addrString(c.remote), "err", err)
 	}
 	c.closed = true
-	c.turn.close()
+	// Requests parked behind a predecessor (see turnstile) were never seen
+	// by the handler; with the connection gone nobody will answer them, so
+	// they are dropped like frames read but not yet queued.
+	for _, r := range c.turn.close() {
+		r.state.Store(1)
+		r.release(ErrConnectionClosed)
+	}
 	// Statistics first, so that a peer that sees the close sees it counted.
 	p.statsMu.Lock()
 	delete(p.live, c.id)

@@ -253,10 +253,19 @@ func (s *Server) runHandler() {
 	}
 }
 
+// handle runs r, then every request of the same connection that was popped
+// early and parked behind it (see turnstile).
 func (s *Server) handle(r *Request) {
-	c := r.conn
-	c.turn.wait(r.seq)
-	defer c.turn.done(r.seq)
+	if !r.conn.turn.enter(r) {
+		return
+	}
+	for r != nil {
+		s.handleOne(r)
+		r = r.conn.turn.leave(r.seq)
+	}
+}
+
+func (s *Server) handleOne(r *Request) {
 	defer func() {
 		if v := recover(); v != nil {
 			s.lg.Error("handler panicked; closing the connection", "listener", r.Listener,
