@@ -283,8 +283,9 @@ func TestQueueFullPushback(t *testing.T) {
 		QueuedMaxRequests:        1,
 		SocketReceiveBufferBytes: 4096,
 		// Shorter than the stall: connections muted with bytes waiting are
-		// not idle.
-		ConnectionsMaxIdle: 50 * time.Millisecond,
+		// not idle. Long enough that a client goroutine scheduled late on
+		// a loaded machine has started writing before the first idle check.
+		ConnectionsMaxIdle: 200 * time.Millisecond,
 	}, HandlerFunc(func(r *Request) {
 		handled.Add(1)
 		release.wait()
@@ -300,17 +301,19 @@ func TestQueueFullPushback(t *testing.T) {
 	senders := make([]*sender, clients)
 	var wg sync.WaitGroup
 	for i := range senders {
-		c := dial(t, s.addr)
-		require.NoError(t, c.Conn.(*net.TCPConn).SetWriteBuffer(4096))
+		// The data is built before dialing so the write starts right
+		// after the connection is accepted.
 		var data []byte
 		for j := range perClient {
 			data = append(data, frame(0, 9, int32(j), ptr("p"), bytes.Repeat([]byte{byte(i)}, bodySize))...)
 		}
+		c := dial(t, s.addr)
+		require.NoError(t, c.Conn.(*net.TCPConn).SetWriteBuffer(4096))
 		sd := &sender{c: c, data: data}
 		senders[i] = sd
 		wg.Go(func() {
 			// The server stops reading, so writing 1 MiB must stall.
-			sd.c.SetWriteDeadline(time.Now().Add(500 * time.Millisecond))
+			sd.c.SetWriteDeadline(time.Now().Add(1500 * time.Millisecond))
 			n, err := sd.c.Write(sd.data)
 			sd.sent = n
 			if !errors.Is(err, syscall.EAGAIN) && !isTimeout(err) {
