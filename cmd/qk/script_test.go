@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,6 +16,10 @@ func TestMain(m *testing.M) {
 		"qk": main,
 	})
 }
+
+// updateScripts rewrites the scripts' golden sections (cmp against an
+// archive file) from what the commands print: `make golden`.
+var updateScripts = flag.Bool("update", false, "rewrite golden files")
 
 // TestScripts runs testdata/script/*.txtar end to end. $FIXTURES points at
 // the Kafka-written files of ../shared/reference/fixtures.
@@ -32,5 +37,11 @@ func TestScripts(t *testing.T) {
 			env.Setenv("FIXTURES", fixtures)
 			return nil
 		},
+		Cmds:          scriptCmds(t),
+		UpdateScripts: *updateScripts,
 	})
 }
+
+// scriptCmds are the custom script commands (qkbroker, scrubids); the
+// linux-only file that can start brokers fills them in.
+var scriptCmds = func(*testing.T) map[string]func(ts *testscript.TestScript, neg bool, args []string) { return nil }

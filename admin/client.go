@@ -1,0 +1,114 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// DefaultBrokers is used when neither -b nor QK_BROKERS is given.
+const DefaultBrokers = "127.0.0.1:9092"
+
+// ErrUnreachable is wrapped by Dial when no seed broker answers.
+var ErrUnreachable = errors.New("cannot reach cluster")
+
+// Options are the connection settings every admin command takes.
+type Options struct {
+	Brokers  []string
+	Timeout  time.Duration
+	Settings []string // -X key=value
+}
+
+// AddFlags binds -b/--brokers, --timeout and -X to fs. The brokers default
+// comes from $QK_BROKERS, else DefaultBrokers.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	def := DefaultBrokers
+	if env := os.Getenv("QK_BROKERS"); env != "" {
+		def = env
+	}
+	fs.StringSliceVarP(&o.Brokers, "brokers", "b", strings.Split(def, ","), "seed brokers host:port, comma separated (env QK_BROKERS)")
+	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "timeout of each request to the cluster")
+	fs.StringArrayVarP(&o.Settings, "client-set", "X", nil, "client setting key=value (client.id, dial.timeout, retries)")
+}
+
+// Client is an admin connection to one cluster.
+type Client struct {
+	*kadm.Client
+	kgo     *kgo.Client
+	brokers []string
+	timeout time.Duration
+}
+
+func (o *Options) kgoOpts() ([]kgo.Opt, error) {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(o.Brokers...),
+		kgo.ClientID("qk"),
+		kgo.DialTimeout(o.Timeout),
+		kgo.RequestTimeoutOverhead(o.Timeout),
+	}
+	for _, kv := range o.Settings {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("-X %q: want key=value", kv)
+		}
+		switch k {
+		case "client.id":
+			opts = append(opts, kgo.ClientID(v))
+		case "dial.timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return nil, fmt.Errorf("-X %s: %w", k, err)
+			}
+			opts = append(opts, kgo.DialTimeout(d))
+		case "retries":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, fmt.Errorf("-X %s: %w", k, err)
+			}
+			opts = append(opts, kgo.RequestRetries(n))
+		default:
+			return nil, fmt.Errorf("-X %s: unknown client setting (client.id, dial.timeout, retries)", k)
+		}
+	}
+	return opts, nil
+}
+
+// Dial connects to the cluster and checks that a seed broker answers, so
+// an unreachable cluster fails here with one line naming the address.
+func (o *Options) Dial(ctx context.Context) (*Client, error) {
+	opts, err := o.kgoOpts()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{Client: kadm.NewClient(cl), kgo: cl, brokers: o.Brokers, timeout: o.Timeout}
+	pctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	if err := cl.Ping(pctx); err != nil {
+		cl.Close()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s", o.Timeout)
+		}
+		return nil, fmt.Errorf("%w at %s: %w", ErrUnreachable, strings.Join(o.Brokers, ","), err)
+	}
+	return c, nil
+}
+
+// Context bounds one command's requests by the --timeout.
+func (c *Client) Context(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// Close closes the connection.
+func (c *Client) Close() { c.kgo.Close() }

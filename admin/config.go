@@ -1,0 +1,160 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// Resource names a topic or a broker whose configs are read or changed.
+type Resource struct {
+	Topic  string
+	Broker int32
+}
+
+func (r Resource) String() string {
+	if r.Topic != "" {
+		return "topic " + r.Topic
+	}
+	return "broker " + strconv.Itoa(int(r.Broker))
+}
+
+// ConfigList is the view of `qk config describe`.
+type ConfigList []ConfigView
+
+// Text implements View.
+func (l ConfigList) Text(w *tabwriter.Writer) {
+	row(w, "NAME", "VALUE", "SOURCE")
+	for _, c := range l {
+		row(w, c.Name, c.Value, c.Source)
+	}
+}
+
+// DescribeConfigs returns a resource's configs; without all, only those
+// set for it (not defaults).
+func (c *Client) DescribeConfigs(ctx context.Context, r Resource, all bool) (ConfigList, error) {
+	var (
+		rc  kadm.ResourceConfigs
+		err error
+	)
+	if r.Topic != "" {
+		rc, err = c.Client.DescribeTopicConfigs(ctx, r.Topic)
+	} else {
+		rc, err = c.Client.DescribeBrokerConfigs(ctx, r.Broker)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("describe %s configs: %w", r, err)
+	}
+	if len(rc) != 1 {
+		return nil, fmt.Errorf("describe %s configs: no answer", r)
+	}
+	if rc[0].Err != nil {
+		return nil, fmt.Errorf("describe %s configs: %w", r, kafkaErr(rc[0].Err, rc[0].ErrMessage))
+	}
+	return configViews(rc[0].Configs, all), nil
+}
+
+// AlterConfigs sets and deletes a resource's configs with
+// IncrementalAlterConfigs.
+func (c *Client) AlterConfigs(ctx context.Context, r Resource, set map[string]string, del []string, dryRun bool) (TopicResults, error) {
+	if err := c.alterConfigs(ctx, r, set, del, dryRun); err != nil {
+		return nil, err
+	}
+	return TopicResults{{Name: r.String(), Status: "configs altered" + dry(dryRun)}}, nil
+}
+
+func (c *Client) alterConfigs(ctx context.Context, r Resource, set map[string]string, del []string, dryRun bool) error {
+	var acs []kadm.AlterConfig
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := set[k]
+		acs = append(acs, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+	}
+	for _, k := range del {
+		acs = append(acs, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	var (
+		resp kadm.AlterConfigsResponses
+		err  error
+	)
+	switch {
+	case r.Topic != "" && dryRun:
+		resp, err = c.Client.ValidateAlterTopicConfigs(ctx, acs, r.Topic)
+	case r.Topic != "":
+		resp, err = c.Client.AlterTopicConfigs(ctx, acs, r.Topic)
+	case dryRun:
+		resp, err = c.Client.ValidateAlterBrokerConfigs(ctx, acs, r.Broker)
+	default:
+		resp, err = c.Client.AlterBrokerConfigs(ctx, acs, r.Broker)
+	}
+	if err != nil {
+		return fmt.Errorf("alter %s configs: %w", r, err)
+	}
+	for _, a := range resp {
+		if a.Err != nil {
+			return fmt.Errorf("alter %s configs: %w", r, kafkaErr(a.Err, a.ErrMessage))
+		}
+	}
+	return nil
+}
+
+// BrokerView is one broker of `qk cluster info`.
+type BrokerView struct {
+	ID         int32  `json:"id" yaml:"id"`
+	Host       string `json:"host" yaml:"host"`
+	Port       int32  `json:"port" yaml:"port"`
+	Rack       string `json:"rack,omitempty" yaml:"rack,omitempty"`
+	Controller bool   `json:"controller" yaml:"controller"`
+}
+
+// ClusterInfo is the view of `qk cluster info`.
+type ClusterInfo struct {
+	ClusterID  string       `json:"cluster_id" yaml:"cluster_id"`
+	Controller int32        `json:"controller" yaml:"controller"`
+	Brokers    []BrokerView `json:"brokers" yaml:"brokers"`
+}
+
+// Text implements View.
+func (ci ClusterInfo) Text(w *tabwriter.Writer) {
+	row(w, "CLUSTER", ci.ClusterID)
+	row(w, "CONTROLLER", ci.Controller)
+	row(w)
+	row(w, "ID", "HOST:PORT", "RACK")
+	for _, b := range ci.Brokers {
+		id := strconv.Itoa(int(b.ID))
+		if b.Controller {
+			id += "*"
+		}
+		rack := b.Rack
+		if rack == "" {
+			rack = "-"
+		}
+		row(w, id, fmt.Sprintf("%s:%d", b.Host, b.Port), rack)
+	}
+}
+
+// ClusterInfo describes the cluster: id, controller and brokers.
+func (c *Client) ClusterInfo(ctx context.Context) (ClusterInfo, error) {
+	m, err := c.Client.BrokerMetadata(ctx)
+	if err != nil {
+		return ClusterInfo{}, fmt.Errorf("cluster metadata: %w", err)
+	}
+	ci := ClusterInfo{ClusterID: m.Cluster, Controller: m.Controller, Brokers: []BrokerView{}}
+	for _, b := range m.Brokers {
+		bv := BrokerView{ID: b.NodeID, Host: b.Host, Port: b.Port, Controller: b.NodeID == m.Controller}
+		if b.Rack != nil {
+			bv.Rack = *b.Rack
+		}
+		ci.Brokers = append(ci.Brokers, bv)
+	}
+	sort.Slice(ci.Brokers, func(i, j int) bool { return ci.Brokers[i].ID < ci.Brokers[j].ID })
+	return ci, nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/qk-project/qk/admin"
+	"github.com/spf13/cobra"
+)
+
+// adminParams are the connection and output flags shared by the admin
+// commands (topic, config, cluster), bound once on each group command.
+type adminParams struct {
+	conn   admin.Options
+	format string
+}
+
+func (p *adminParams) addFlags(cmd *cobra.Command) {
+	p.conn.AddFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().StringVar(&p.format, "format", "text", "output format: text, json or yaml")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(admin.Formats, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// run dials the cluster, runs fn with a context bounded by --timeout and
+// prints the view it returns, if any.
+func (p *adminParams) run(cmd *cobra.Command, fn func(ctx context.Context, c *admin.Client) (admin.View, error)) error {
+	switch p.format {
+	case "text", "json", "yaml":
+	default:
+		return fmt.Errorf("--format %q: want text, json or yaml", p.format)
+	}
+	c, err := p.conn.Dial(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := c.Context(cmd.Context())
+	defer cancel()
+	v, err := fn(ctx, c)
+	if l, ok := v.(interface{ Len() int }); v != nil && (err == nil || ok && l.Len() > 0) {
+		if perr := p.print(cmd.OutOrStdout(), v); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	return err
+}
+
+func (p *adminParams) print(w io.Writer, v admin.View) error { return admin.Print(w, p.format, v) }
+
+// keyValues parses repeated key=value flags.
+func keyValues(flag string, kvs []string) (map[string]string, error) {
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--%s %q: want key=value", flag, kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}

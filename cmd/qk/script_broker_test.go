@@ -1,0 +1,83 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/qk-project/qk/broker/brokertest"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func init() {
+	scriptCmds = func(t *testing.T) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+		return map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"qkbroker": func(ts *testscript.TestScript, neg bool, args []string) { cmdQKBroker(t, ts, neg, args) },
+			"scrubids": cmdScrubIDs,
+		}
+	}
+}
+
+// scriptTB lets brokertest run inside one script: its temp dir is under
+// $WORK, its cleanup runs when the script ends and its failures fail the
+// script.
+type scriptTB struct {
+	testing.TB
+	ts *testscript.TestScript
+	n  int
+}
+
+func (s *scriptTB) Helper() {}
+func (s *scriptTB) TempDir() string {
+	s.n++
+	dir := filepath.Join(s.ts.Getenv("WORK"), fmt.Sprintf(".broker%d", s.n))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.ts.Fatalf("%v", err)
+	}
+	return dir
+}
+func (s *scriptTB) Cleanup(f func())                  { s.ts.Defer(f) }
+func (s *scriptTB) Fatalf(format string, args ...any) { s.ts.Fatalf(format, args...) }
+func (s *scriptTB) Errorf(format string, args ...any) { s.ts.Logf(format, args...) }
+
+// cmdQKBroker starts an in-process broker on a free port for the rest of
+// the script and sets $BROKERS and $QK_BROKERS to its address.
+//
+//	qkbroker [key=value...]
+func cmdQKBroker(t *testing.T, ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! qkbroker")
+	}
+	var opts []brokertest.Option
+	for _, kv := range args {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			ts.Fatalf("qkbroker %q: want key=value", kv)
+		}
+		opts = append(opts, brokertest.WithConfig(k, v))
+	}
+	b := brokertest.StartBroker(&scriptTB{TB: t, ts: ts}, opts...)
+	ts.Setenv("BROKERS", b.Addr)
+	ts.Setenv("QK_BROKERS", b.Addr)
+}
+
+// kafkaID matches a topic or cluster id: 16 bytes in URL-safe base64.
+var kafkaID = regexp.MustCompile(`\b[A-Za-z0-9_-]{22}\b`)
+
+// cmdScrubIDs replaces topic and cluster ids in files by <ID>, so golden
+// files compare across runs.
+//
+//	scrubids file...
+func cmdScrubIDs(ts *testscript.TestScript, neg bool, args []string) {
+	for _, f := range args {
+		p := ts.MkAbs(f)
+		data, err := os.ReadFile(p)
+		ts.Check(err)
+		ts.Check(os.WriteFile(p, kafkaID.ReplaceAll(data, []byte("<ID>")), 0o644))
+	}
+}

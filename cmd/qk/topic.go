@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/qk-project/qk/admin"
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newTopicCmd) }
+
+func newTopicCmd() *cobra.Command {
+	p := &adminParams{}
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Create, list, describe, alter and delete topics",
+	}
+	p.addFlags(cmd)
+	cmd.AddCommand(newTopicCreateCmd(p), newTopicListCmd(p), newTopicDescribeCmd(p),
+		newTopicDeleteCmd(p), newTopicAlterCmd(p))
+	return cmd
+}
+
+func newTopicCreateCmd(p *adminParams) *cobra.Command {
+	var (
+		ct      admin.CreateTopic
+		configs []string
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME...",
+		Short: "Create topics",
+		Example: `  qk topic create orders -p 6 -r 3 -c cleanup.policy=compact
+  qk topic create orders --dry-run`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kv, err := keyValues("config", configs)
+			if err != nil {
+				return err
+			}
+			if len(kv) > 0 {
+				ct.Configs = make(map[string]*string, len(kv))
+				for k, v := range kv {
+					ct.Configs[k] = &v
+				}
+			}
+			return p.run(cmd, func(ctx context.Context, c *admin.Client) (admin.View, error) {
+				r, err := c.CreateTopics(ctx, ct, args...)
+				return r, err
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.Int32VarP(&ct.Partitions, "partitions", "p", -1, "number of partitions (-1: the broker's num.partitions)")
+	f.Int16VarP(&ct.Replicas, "replicas", "r", -1, "replication factor (-1: the broker's default.replication.factor)")
+	f.StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable)")
+	f.BoolVar(&ct.IfNotExists, "if-not-exists", false, "succeed if the topic already exists")
+	f.BoolVar(&ct.DryRun, "dry-run", false, "validate only (CreateTopics validate_only); create nothing")
+	return cmd
+}
+
+func newTopicListCmd(p *adminParams) *cobra.Command {
+	var internal bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List topics",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return p.run(cmd, func(ctx context.Context, c *admin.Client) (admin.View, error) {
+				l, err := c.ListTopics(ctx, internal)
+				if err != nil {
+					return nil, err
+				}
+				return l, nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics (__consumer_offsets)")
+	return cmd
+}
+
+func newTopicDescribeCmd(p *adminParams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe NAME...",
+		Short: "Describe topics: configs with their source and partitions with leaders, ISR and offsets",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return p.run(cmd, func(ctx context.Context, c *admin.Client) (admin.View, error) {
+				d, err := c.DescribeTopics(ctx, args...)
+				if err != nil {
+					return nil, err
+				}
+				return d, nil
+			})
+		},
+	}
+}
+
+func newTopicDeleteCmd(p *adminParams) *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "delete NAME...",
+		Short: "Delete topics (needs --yes)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !yes {
+				return errors.New("topic delete removes the topics and their data: pass --yes to confirm")
+			}
+			return p.run(cmd, func(ctx context.Context, c *admin.Client) (admin.View, error) {
+				r, err := c.DeleteTopics(ctx, args...)
+				return r, err
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "confirm the deletion")
+	return cmd
+}
+
+func newTopicAlterCmd(p *adminParams) *cobra.Command {
+	var (
+		at  admin.AlterTopic
+		set []string
+	)
+	cmd := &cobra.Command{
+		Use:     "alter NAME",
+		Short:   "Add partitions to a topic and change its configs",
+		Example: `  qk topic alter orders --partitions 12 --set retention.ms=86400000 --delete cleanup.policy`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kv, err := keyValues("set", set)
+			if err != nil {
+				return err
+			}
+			at.Set = kv
+			if at.Partitions == 0 && len(at.Set)+len(at.Delete) == 0 {
+				return errors.New("nothing to alter: give --partitions, --set or --delete")
+			}
+			return p.run(cmd, func(ctx context.Context, c *admin.Client) (admin.View, error) {
+				r, err := c.AlterTopic(ctx, args[0], at)
+				return r, err
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&at.Partitions, "partitions", 0, "grow the topic to this many partitions")
+	f.StringArrayVar(&set, "set", nil, "set a topic config key=value (repeatable)")
+	f.StringArrayVar(&at.Delete, "delete", nil, "remove a topic config override (repeatable)")
+	f.BoolVar(&at.DryRun, "dry-run", false, "validate only; change nothing")
+	return cmd
+}
