@@ -58,13 +58,25 @@ func (c *Client) DescribeConfigs(ctx context.Context, r Resource, all bool) (Con
 	return configViews(rc[0].Configs, all), nil
 }
 
+// ConfigAltered is the view of `qk config alter`.
+type ConfigAltered struct {
+	Resource string `json:"resource" yaml:"resource"`
+	Status   string `json:"status" yaml:"status"`
+}
+
+// Text implements View.
+func (a ConfigAltered) Text(w *tabwriter.Writer) {
+	row(w, "RESOURCE", "STATUS")
+	row(w, a.Resource, a.Status)
+}
+
 // AlterConfigs sets and deletes a resource's configs with
 // IncrementalAlterConfigs.
-func (c *Client) AlterConfigs(ctx context.Context, r Resource, set map[string]string, del []string, dryRun bool) (TopicResults, error) {
+func (c *Client) AlterConfigs(ctx context.Context, r Resource, set map[string]string, del []string, dryRun bool) (ConfigAltered, error) {
 	if err := c.alterConfigs(ctx, r, set, del, dryRun); err != nil {
-		return nil, err
+		return ConfigAltered{}, err
 	}
-	return TopicResults{{Name: r.String(), Status: "configs altered" + dry(dryRun)}}, nil
+	return ConfigAltered{Resource: r.String(), Status: "altered" + dry(dryRun)}, nil
 }
 
 func (c *Client) alterConfigs(ctx context.Context, r Resource, set map[string]string, del []string, dryRun bool) error {

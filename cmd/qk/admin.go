@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/qk-project/qk/admin"
 	"github.com/spf13/cobra"
@@ -60,4 +62,29 @@ func keyValues(flag string, kvs []string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// completeTopics completes topic names from the cluster, giving up
+// quietly after a second so a shell never hangs on a dead cluster.
+func (p *adminParams) completeTopics(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	opts := p.conn
+	opts.Timeout = time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c, err := opts.Dial(ctx)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer c.Close()
+	l, err := c.ListTopics(ctx, false)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, t := range l {
+		if strings.HasPrefix(t.Name, toComplete) && !slices.Contains(args, t.Name) {
+			out = append(out, t.Name)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -27,8 +27,9 @@ type resourceFlags struct {
 	broker int32
 }
 
-func (r *resourceFlags) add(cmd *cobra.Command) {
+func (r *resourceFlags) add(cmd *cobra.Command, p *adminParams) {
 	cmd.Flags().StringVar(&r.topic, "topic", "", "the topic")
+	_ = cmd.RegisterFlagCompletionFunc("topic", p.completeTopics)
 	cmd.Flags().Int32Var(&r.broker, "broker", -1, "the broker id")
 	cmd.MarkFlagsOneRequired("topic", "broker")
 	cmd.MarkFlagsMutuallyExclusive("topic", "broker")
@@ -57,7 +58,7 @@ func newConfigDescribeCmd(p *adminParams) *cobra.Command {
 			})
 		},
 	}
-	rf.add(cmd)
+	rf.add(cmd, p)
 	cmd.Flags().BoolVar(&all, "all", false, "include defaults and static settings")
 	return cmd
 }
@@ -91,7 +92,7 @@ func newConfigAlterCmd(p *adminParams) *cobra.Command {
 			})
 		},
 	}
-	rf.add(cmd)
+	rf.add(cmd, p)
 	cmd.Flags().StringArrayVar(&set, "set", nil, "set a config key=value (repeatable)")
 	cmd.Flags().StringArrayVar(&del, "delete", nil, "remove a config override (repeatable)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "validate only; change nothing")

@@ -82,9 +82,10 @@ func newTopicListCmd(p *adminParams) *cobra.Command {
 
 func newTopicDescribeCmd(p *adminParams) *cobra.Command {
 	return &cobra.Command{
-		Use:   "describe NAME...",
-		Short: "Describe topics: configs with their source and partitions with leaders, ISR and offsets",
-		Args:  cobra.MinimumNArgs(1),
+		Use:               "describe NAME...",
+		ValidArgsFunction: p.completeTopics,
+		Short:             "Describe topics: configs with their source and partitions with leaders, ISR and offsets",
+		Args:              cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return p.run(cmd, func(ctx context.Context, c *admin.Client) (admin.View, error) {
 				d, err := c.DescribeTopics(ctx, args...)
@@ -100,9 +101,10 @@ func newTopicDescribeCmd(p *adminParams) *cobra.Command {
 func newTopicDeleteCmd(p *adminParams) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "delete NAME...",
-		Short: "Delete topics (needs --yes)",
-		Args:  cobra.MinimumNArgs(1),
+		Use:               "delete NAME...",
+		ValidArgsFunction: p.completeTopics,
+		Short:             "Delete topics (needs --yes)",
+		Args:              cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !yes {
 				return errors.New("topic delete removes the topics and their data: pass --yes to confirm")
@@ -123,7 +125,13 @@ func newTopicAlterCmd(p *adminParams) *cobra.Command {
 		set []string
 	)
 	cmd := &cobra.Command{
-		Use:     "alter NAME",
+		Use: "alter NAME",
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, s string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return p.completeTopics(cmd, args, s)
+		},
 		Short:   "Add partitions to a topic and change its configs",
 		Example: `  qk topic alter orders --partitions 12 --set retention.ms=86400000 --delete cleanup.policy`,
 		Args:    cobra.ExactArgs(1),
