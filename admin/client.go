@@ -25,6 +25,8 @@ type Options struct {
 	Brokers  []string
 	Timeout  time.Duration
 	Settings []string // -X key=value
+
+	extra []kgo.Opt // set by DialKgo
 }
 
 // AddFlags binds -b/--brokers, --timeout and -X to fs. The brokers default
@@ -78,7 +80,7 @@ func (o *Options) kgoOpts() ([]kgo.Opt, error) {
 			return nil, fmt.Errorf("-X %s: unknown client setting (client.id, dial.timeout, retries)", k)
 		}
 	}
-	return opts, nil
+	return append(opts, o.extra...), nil
 }
 
 // Dial connects to the cluster and checks that a seed broker answers, so
@@ -112,3 +114,14 @@ func (c *Client) Context(ctx context.Context) (context.Context, context.CancelFu
 
 // Close closes the connection.
 func (c *Client) Close() { c.kgo.Close() }
+
+// Kgo returns the underlying kgo client (for produce and consume).
+func (c *Client) Kgo() *kgo.Client { return c.kgo }
+
+// DialKgo is Dial with extra kgo options (producer and consumer settings);
+// the options given here come after -X, so they win.
+func (o *Options) DialKgo(ctx context.Context, extra ...kgo.Opt) (*Client, error) {
+	x := *o
+	x.extra = append(x.extra, extra...)
+	return x.Dial(ctx)
+}

@@ -1,0 +1,476 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func init() { subcommands = append(subcommands, newProduceCmd, newConsumeCmd) }
+
+// jsonRecord is one line of `qk consume --format json` and of
+// `qk produce --format json`: one JSON object per line. Key, value and
+// header values are strings (UTF-8); a null or absent key is a record
+// without a key. partition -1 or absent lets the partitioner choose;
+// timestamp is milliseconds since the epoch (0 or absent: now); offset is
+// printed by consume and ignored by produce.
+type jsonRecord struct {
+	Topic     string       `json:"topic,omitempty"`
+	Partition *int32       `json:"partition,omitempty"`
+	Offset    *int64       `json:"offset,omitempty"`
+	Timestamp int64        `json:"timestamp,omitempty"`
+	Key       *string      `json:"key"`
+	Value     string       `json:"value"`
+	Headers   []jsonHeader `json:"headers,omitempty"`
+}
+
+type jsonHeader struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+func toJSONRecord(r *kgo.Record) jsonRecord {
+	j := jsonRecord{Topic: r.Topic, Partition: &r.Partition, Offset: &r.Offset, Timestamp: r.Timestamp.UnixMilli(), Value: string(r.Value)}
+	if r.Key != nil {
+		k := string(r.Key)
+		j.Key = &k
+	}
+	for _, h := range r.Headers {
+		j.Headers = append(j.Headers, jsonHeader{Key: h.Key, Value: string(h.Value)})
+	}
+	return j
+}
+
+// recordPartitioner keeps a partition set on the record (>= 0) and hashes
+// the key otherwise, as Kafka's default partitioner does.
+type recordPartitioner struct{ def kgo.Partitioner }
+
+func (p recordPartitioner) ForTopic(t string) kgo.TopicPartitioner {
+	return recordTopicPartitioner{p.def.ForTopic(t)}
+}
+
+type recordTopicPartitioner struct{ def kgo.TopicPartitioner }
+
+func (p recordTopicPartitioner) RequiresConsistency(r *kgo.Record) bool {
+	return r.Partition >= 0 || p.def.RequiresConsistency(r)
+}
+
+func (p recordTopicPartitioner) Partition(r *kgo.Record, n int) int {
+	if r.Partition >= 0 {
+		return int(r.Partition)
+	}
+	return p.def.Partition(r, n)
+}
+
+func newProduceCmd() *cobra.Command {
+	var (
+		p           adminParams
+		format      string
+		keySep      string
+		acks        string
+		compression string
+		partition   int32
+	)
+	cmd := &cobra.Command{
+		Use:               "produce TOPIC",
+		Short:             "Produce records read from stdin, one per line",
+		ValidArgsFunction: p.completeTopics,
+		Long: `Produce records read from stdin, one per line.
+
+With --format text (the default) each line is a record value; with -k SEP
+the line is split at the first SEP into key and value.
+
+With --format json each line is one JSON object, exactly what
+'qk consume --format json' prints:
+
+  {"topic":"t","partition":0,"offset":3,"timestamp":1700000000000,
+   "key":"k","value":"v","headers":[{"key":"h","value":"x"}]}
+
+key, value and header values are strings; a null or absent key means no key;
+partition -1 or absent lets the partitioner choose (key hash); timestamp is
+milliseconds since the epoch (absent: now); offset is ignored; topic, if
+absent, is TOPIC.`,
+		Example: `  printf 'a\nb\n' | qk produce orders
+  printf 'k1:v1\n' | qk produce orders -k : --acks all --compression zstd
+  qk consume orders -o start -e --format json | qk produce orders-copy --format json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts := []kgo.Opt{kgo.DefaultProduceTopic(args[0]),
+				kgo.RecordPartitioner(recordPartitioner{kgo.StickyKeyPartitioner(nil)})}
+			switch acks {
+			case "all", "-1":
+				opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+			case "1", "leader":
+				opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+			case "0", "none":
+				opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+			default:
+				return fmt.Errorf("--acks %q: want all, 1 or 0", acks)
+			}
+			var codec kgo.CompressionCodec
+			switch compression {
+			case "none":
+				codec = kgo.NoCompression()
+			case "gzip":
+				codec = kgo.GzipCompression()
+			case "snappy":
+				codec = kgo.SnappyCompression()
+			case "lz4":
+				codec = kgo.Lz4Compression()
+			case "zstd":
+				codec = kgo.ZstdCompression()
+			default:
+				return fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", compression)
+			}
+			opts = append(opts, kgo.ProducerBatchCompression(codec))
+			if format != "text" && format != "json" {
+				return fmt.Errorf("--format %q: want text or json", format)
+			}
+			c, err := p.conn.DialKgo(cmd.Context(), opts...)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return produce(cmd.Context(), c.Kgo(), cmd.InOrStdin(), args[0], format, keySep, partition)
+		},
+	}
+	p.conn.AddFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&format, "format", "text", "input format: text (one value per line) or json (one record object per line)")
+	f.StringVarP(&keySep, "key-separator", "k", "", "text format: split each line at the first SEP into key and value")
+	f.StringVar(&acks, "acks", "all", "required acks: all, 1 or 0")
+	f.StringVar(&compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
+	f.Int32VarP(&partition, "partition", "p", -1, "produce to this partition (-1: by key hash)")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("acks", cobra.FixedCompletions([]string{"all", "1", "0"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("compression", cobra.FixedCompletions([]string{"none", "gzip", "snappy", "lz4", "zstd"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func produce(ctx context.Context, cl *kgo.Client, in io.Reader, topic, format, keySep string, partition int32) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var (
+		firstErr error
+		line     int
+	)
+	done := func(r *kgo.Record, err error) {
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+		}
+	}
+	for sc.Scan() {
+		line++
+		r := &kgo.Record{Topic: topic, Partition: partition}
+		switch format {
+		case "json":
+			if strings.TrimSpace(sc.Text()) == "" {
+				continue
+			}
+			var j jsonRecord
+			dec := json.NewDecoder(strings.NewReader(sc.Text()))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&j); err != nil {
+				return fmt.Errorf("stdin line %d: %w", line, err)
+			}
+			if j.Topic != "" {
+				r.Topic = j.Topic
+			}
+			if j.Partition != nil && *j.Partition >= 0 {
+				r.Partition = *j.Partition
+			}
+			if j.Key != nil {
+				r.Key = []byte(*j.Key)
+			}
+			r.Value = []byte(j.Value)
+			if j.Timestamp != 0 {
+				r.Timestamp = time.UnixMilli(j.Timestamp)
+			}
+			for _, h := range j.Headers {
+				r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
+			}
+		default:
+			text := sc.Text()
+			if keySep != "" {
+				k, v, ok := strings.Cut(text, keySep)
+				if !ok {
+					return fmt.Errorf("stdin line %d: no key separator %q", line, keySep)
+				}
+				r.Key, text = []byte(k), v
+			}
+			r.Value = []byte(text)
+		}
+		cl.Produce(ctx, r, done)
+	}
+	if err := cl.Flush(ctx); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if err := sc.Err(); err != nil && firstErr == nil {
+		firstErr = fmt.Errorf("read stdin: %w", err)
+	}
+	return firstErr
+}
+
+// startOffset is a parsed -o.
+type startOffset struct {
+	kind string // start, end, at, fromEnd, time
+	n    int64
+}
+
+func parseOffset(s string) (startOffset, error) {
+	switch {
+	case s == "start" || s == "beginning" || s == "earliest":
+		return startOffset{kind: "start"}, nil
+	case s == "end" || s == "latest":
+		return startOffset{kind: "end"}, nil
+	case strings.HasPrefix(s, "@"):
+		ms, err := strconv.ParseInt(s[1:], 10, 64)
+		if err != nil {
+			t, terr := time.Parse(time.RFC3339, s[1:])
+			if terr != nil {
+				return startOffset{}, fmt.Errorf("-o %q: want @milliseconds or @RFC3339 time", s)
+			}
+			ms = t.UnixMilli()
+		}
+		return startOffset{kind: "time", n: ms}, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return startOffset{}, fmt.Errorf("-o %q: want start, end, N, -N or @timestamp", s)
+	}
+	if n < 0 {
+		return startOffset{kind: "fromEnd", n: -n}, nil
+	}
+	return startOffset{kind: "at", n: n}, nil
+}
+
+func newConsumeCmd() *cobra.Command {
+	var (
+		p      adminParams
+		format string
+		offset string
+		count  int
+		exit   bool
+		group  string
+	)
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC...",
+		Short: "Consume records and print them, one per line",
+		Long: `Consume records and print them, one per line: the value with --format text,
+a JSON object with --format json that 'qk produce --format json' reads back.
+
+-o is where to start in each partition: start, end, an offset N, -N (N records
+before the end) or @timestamp (milliseconds or RFC 3339). With -g the group's
+committed offsets win, -o applies where the group has none, and what was
+printed is committed on exit.`,
+		ValidArgsFunction: p.completeTopics,
+		Example: `  qk consume orders -o start -e
+  qk consume orders -o -10 -n 10 --format json
+  qk consume orders payments -g audit -e`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			so, err := parseOffset(offset)
+			if err != nil {
+				return err
+			}
+			if format != "text" && format != "json" {
+				return fmt.Errorf("--format %q: want text or json", format)
+			}
+			ac, err := p.conn.Dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer ac.Close()
+			ctx, cancel := ac.Context(cmd.Context())
+			starts, ends, err := consumeRange(ctx, ac.Client, args, so, group)
+			cancel()
+			if err != nil {
+				return err
+			}
+			opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond)}
+			if group != "" {
+				opts = append(opts, kgo.ConsumerGroup(group), kgo.ConsumeTopics(args...), kgo.DisableAutoCommit())
+				// Where the group has no commit, consumeRange resolved -o.
+				opts = append(opts, kgo.ConsumeResetOffset(resetOffset(so)))
+			} else {
+				m := map[string]map[int32]kgo.Offset{}
+				for t, ps := range starts {
+					m[t] = map[int32]kgo.Offset{}
+					for p, o := range ps {
+						m[t][p] = kgo.NewOffset().At(o)
+					}
+				}
+				opts = append(opts, kgo.ConsumePartitions(m))
+			}
+			c, err := p.conn.DialKgo(cmd.Context(), opts...)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return consume(cmd.Context(), c.Kgo(), cmd.OutOrStdout(), format, count, exit, starts, ends, group != "")
+		},
+	}
+	p.conn.AddFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.StringVar(&format, "format", "text", "output format: text (values) or json (one record object per line)")
+	f.StringVarP(&offset, "offset", "o", "end", "start at: start, end, N, -N or @timestamp")
+	f.IntVarP(&count, "count", "n", 0, "exit after this many records (0: no limit)")
+	f.BoolVarP(&exit, "exit", "e", false, "exit at the end of every partition")
+	f.StringVarP(&group, "group", "g", "", "consume as this consumer group and commit what was printed")
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func resetOffset(so startOffset) kgo.Offset {
+	switch so.kind {
+	case "start":
+		return kgo.NewOffset().AtStart()
+	case "at":
+		return kgo.NewOffset().At(so.n)
+	case "fromEnd":
+		return kgo.NewOffset().AtEnd().Relative(-so.n)
+	case "time":
+		return kgo.NewOffset().AfterMilli(so.n)
+	}
+	return kgo.NewOffset().AtEnd()
+}
+
+// consumeRange resolves where each partition starts and where it ends
+// now (for -e).
+func consumeRange(ctx context.Context, c *kadm.Client, topics []string, so startOffset, group string) (starts, ends map[string]map[int32]int64, err error) {
+	lso, err := c.ListStartOffsets(ctx, topics...)
+	if err == nil {
+		err = lso.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list offsets: %w", err)
+	}
+	leo, err := c.ListEndOffsets(ctx, topics...)
+	if err == nil {
+		err = leo.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list offsets: %w", err)
+	}
+	var byTime kadm.ListedOffsets
+	if so.kind == "time" {
+		if byTime, err = c.ListOffsetsAfterMilli(ctx, so.n, topics...); err != nil {
+			return nil, nil, fmt.Errorf("list offsets: %w", err)
+		}
+	}
+	var committed kadm.OffsetResponses
+	if group != "" {
+		if committed, err = c.FetchOffsets(ctx, group); err != nil {
+			return nil, nil, fmt.Errorf("fetch offsets of group %s: %w", group, err)
+		}
+	}
+	starts, ends = map[string]map[int32]int64{}, map[string]map[int32]int64{}
+	lso.Each(func(o kadm.ListedOffset) {
+		start, end := o.Offset, leo[o.Topic][o.Partition].Offset
+		at := start
+		switch so.kind {
+		case "end":
+			at = end
+		case "at":
+			at = so.n
+		case "fromEnd":
+			at = end - so.n
+		case "time":
+			at = byTime[o.Topic][o.Partition].Offset
+			if at < 0 {
+				at = end
+			}
+		}
+		at = max(start, min(at, end))
+		if cm, ok := committed.Lookup(o.Topic, o.Partition); ok && cm.Err == nil && cm.At >= 0 {
+			at = cm.At
+		}
+		if starts[o.Topic] == nil {
+			starts[o.Topic], ends[o.Topic] = map[int32]int64{}, map[int32]int64{}
+		}
+		starts[o.Topic][o.Partition], ends[o.Topic][o.Partition] = at, end
+	})
+	return starts, ends, nil
+}
+
+func consume(ctx context.Context, cl *kgo.Client, w io.Writer, format string, count int, exit bool, pos, ends map[string]map[int32]int64, commit bool) error {
+	bw := bufio.NewWriter(w)
+	defer bw.Flush()
+	enc := json.NewEncoder(bw)
+	last := map[string]map[int32]*kgo.Record{}
+	printed := 0
+	atEnd := func() bool {
+		for t, ps := range ends {
+			for p, e := range ps {
+				if pos[t][p] < e {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	var err error
+	for {
+		if count > 0 && printed >= count || exit && atEnd() {
+			break
+		}
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		fs.EachError(func(t string, p int32, e error) {
+			if err == nil && !errors.Is(e, context.Canceled) {
+				err = fmt.Errorf("consume %s/%d: %w", t, p, e)
+			}
+		})
+		if err != nil {
+			break
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if count > 0 && printed >= count {
+				return
+			}
+			if pos[r.Topic] != nil {
+				pos[r.Topic][r.Partition] = r.Offset + 1
+			}
+			if last[r.Topic] == nil {
+				last[r.Topic] = map[int32]*kgo.Record{}
+			}
+			last[r.Topic][r.Partition] = r
+			printed++
+			if format == "json" {
+				_ = enc.Encode(toJSONRecord(r))
+			} else {
+				bw.Write(r.Value)
+				bw.WriteByte('\n')
+			}
+		})
+		bw.Flush()
+	}
+	if commit {
+		var rs []*kgo.Record
+		for _, ps := range last {
+			for _, r := range ps {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) > 0 {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if cerr := cl.CommitRecords(cctx, rs...); cerr != nil && err == nil {
+				err = fmt.Errorf("commit offsets: %w", cerr)
+			}
+		}
+	}
+	return err
+}
