@@ -87,7 +87,7 @@ func (l TopicResults) Text(w *tabwriter.Writer) {
 // the broker's message when it adds anything.
 func kafkaErr(err error, msg string) error {
 	msg = strings.TrimPrefix(msg, err.Error()+": ")
-	if msg != "" {
+	if msg != "" && msg != err.Error() {
 		var ke *kerr.Error
 		if errors.As(err, &ke) {
 			return fmt.Errorf("%s: %s", ke.Message, msg)

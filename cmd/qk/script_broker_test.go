@@ -3,13 +3,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/qk-project/qk/admin"
 	"github.com/qk-project/qk/broker/brokertest"
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -17,8 +20,9 @@ import (
 func init() {
 	scriptCmds = func(t *testing.T) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 		return map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"qkbroker": func(ts *testscript.TestScript, neg bool, args []string) { cmdQKBroker(t, ts, neg, args) },
-			"scrubids": cmdScrubIDs,
+			"qkbroker":    func(ts *testscript.TestScript, neg bool, args []string) { cmdQKBroker(t, ts, neg, args) },
+			"scrubids":    cmdScrubIDs,
+			"waitmembers": cmdWaitMembers,
 		}
 	}
 }
@@ -80,4 +84,27 @@ func cmdScrubIDs(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 		ts.Check(os.WriteFile(p, kafkaID.ReplaceAll(data, []byte("<ID>")), 0o644))
 	}
+}
+
+// cmdWaitMembers waits up to 20 s until `qk group describe` of group shows
+// at least one member, for scripts that start a consumer in the background.
+//
+//	waitmembers group
+func cmdWaitMembers(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitmembers group")
+	}
+	opts := admin.Options{Brokers: strings.Split(ts.Getenv("BROKERS"), ","), Timeout: 5 * time.Second}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := opts.Dial(context.Background()); err == nil {
+			d, err := c.DescribeGroups(context.Background(), args[0])
+			c.Close()
+			if err == nil && len(d) == 1 && len(d[0].Members) > 0 && d[0].State == "Stable" {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("group %s has no members after 20s", args[0])
 }
