@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +16,17 @@ import (
 	"github.com/qk-project/qk/admin"
 	"github.com/qk-project/qk/broker/brokertest"
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func init() {
-	scriptCmds = func(t *testing.T) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+	scriptCmds = func(t *testing.T, kfake bool) map[string]func(ts *testscript.TestScript, neg bool, args []string) {
+		qkbroker := func(ts *testscript.TestScript, neg bool, args []string) { cmdQKBroker(t, ts, neg, args) }
+		if kfake {
+			qkbroker = cmdKfake
+		}
 		return map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"qkbroker":    func(ts *testscript.TestScript, neg bool, args []string) { cmdQKBroker(t, ts, neg, args) },
+			"qkbroker":    qkbroker,
 			"scrubids":    cmdScrubIDs,
 			"waitmembers": cmdWaitMembers,
 		}
@@ -68,6 +74,39 @@ func cmdQKBroker(t *testing.T, ts *testscript.TestScript, neg bool, args []strin
 	b := brokertest.StartBroker(&scriptTB{TB: t, ts: ts}, opts...)
 	ts.Setenv("BROKERS", b.Addr)
 	ts.Setenv("QK_BROKERS", b.Addr)
+}
+
+// cmdKfake is qkbroker under TestScriptsKfake: it starts a one-broker
+// franz-go kfake cluster on 127.0.0.1 for the rest of the script and sets
+// $BROKERS and $QK_BROKERS. num.partitions becomes kfake's default partition
+// count; other key=value pairs are passed as broker configs.
+func cmdKfake(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! qkbroker")
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(1)}
+	configs := map[string]string{}
+	for _, kv := range args {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			ts.Fatalf("qkbroker %q: want key=value", kv)
+		}
+		if k == "num.partitions" {
+			n, err := strconv.Atoi(v)
+			ts.Check(err)
+			opts = append(opts, kfake.DefaultNumPartitions(n))
+		}
+		configs[k] = v
+	}
+	if len(configs) > 0 {
+		opts = append(opts, kfake.BrokerConfigs(configs))
+	}
+	c, err := kfake.NewCluster(opts...)
+	ts.Check(err)
+	ts.Defer(c.Close)
+	addrs := strings.Join(c.ListenAddrs(), ",")
+	ts.Setenv("BROKERS", addrs)
+	ts.Setenv("QK_BROKERS", addrs)
 }
 
 // kafkaID matches a topic or cluster id: 16 bytes in URL-safe base64.
