@@ -77,6 +77,7 @@ func newProduceCmd() *cobra.Command {
 		p           adminParams
 		format      string
 		keySep      string
+		layout      string
 		acks        string
 		compression string
 		partition   int32
@@ -99,10 +100,17 @@ With --format json each line is one JSON object, exactly what
 key, value and header values are strings; a null or absent key means no key;
 partition -1 or absent lets the partitioner choose (key hash); timestamp is
 milliseconds since the epoch (absent: now); offset is ignored; topic, if
-absent, is TOPIC.`,
+absent, is TOPIC.
+
+With -f LAYOUT each record is read with franz-go's record reader
+(kgo.RecordReader), kcat-like: %t topic, %k key, %v value, %p partition,
+%d timestamp (milliseconds, or %d{go#RFC3339#}), %H number of headers and
+%h{...} each header's %k and %v; \n, \t and \\ are escapes. A record without
+%p goes to -p (or the key hash), without %d gets the current time.`,
 		Example: `  printf 'a\nb\n' | qk produce orders
   printf 'k1:v1\n' | qk produce orders -k : --acks all --compression zstd
-  qk consume orders -o start -e --format json | qk produce orders-copy --format json`,
+  qk consume orders -o start -e --format json | qk produce orders-copy --format json
+  printf 'k1 1 h=x v1\n' | qk produce orders -f '%k %H %h{%k=%v }%v\n'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := []kgo.Opt{kgo.DefaultProduceTopic(args[0]),
@@ -136,11 +144,27 @@ absent, is TOPIC.`,
 			if format != "text" && format != "json" {
 				return fmt.Errorf("--format %q: want text or json", format)
 			}
+			var rr *kgo.RecordReader
+			if cmd.Flags().Changed("layout") {
+				if err := layoutConflict(cmd, format); err != nil {
+					return err
+				}
+				if keySep != "" {
+					return errors.New("-f and -k are mutually exclusive: use %k in the layout")
+				}
+				var err error
+				if rr, err = kgo.NewRecordReader(cmd.InOrStdin(), layout); err != nil {
+					return fmt.Errorf("-f %q: %w", layout, err)
+				}
+			}
 			c, err := p.conn.DialKgo(cmd.Context(), opts...)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
+			if rr != nil {
+				return produceLayout(cmd.Context(), c.Kgo(), rr, args[0], partition)
+			}
 			return produce(cmd.Context(), c.Kgo(), cmd.InOrStdin(), args[0], format, keySep, partition)
 		},
 	}
@@ -148,6 +172,7 @@ absent, is TOPIC.`,
 	f := cmd.Flags()
 	f.StringVar(&format, "format", "text", "input format: text (one value per line) or json (one record object per line)")
 	f.StringVarP(&keySep, "key-separator", "k", "", "text format: split each line at the first SEP into key and value")
+	f.StringVarP(&layout, "layout", "f", "", "read records with this franz-go record reader layout, e.g. '%k %v\\n' (not with --format json)")
 	f.StringVar(&acks, "acks", "all", "required acks: all, 1 or 0")
 	f.StringVar(&compression, "compression", "none", "batch compression: none, gzip, snappy, lz4 or zstd")
 	f.Int32VarP(&partition, "partition", "p", -1, "produce to this partition (-1: by key hash)")
@@ -155,6 +180,48 @@ absent, is TOPIC.`,
 	_ = cmd.RegisterFlagCompletionFunc("acks", cobra.FixedCompletions([]string{"all", "1", "0"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("compression", cobra.FixedCompletions([]string{"none", "gzip", "snappy", "lz4", "zstd"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// layoutConflict rejects -f together with --format json.
+func layoutConflict(cmd *cobra.Command, format string) error {
+	if format == "json" {
+		return errors.New("-f and --format json are mutually exclusive")
+	}
+	return nil
+}
+
+// produceLayout produces the records that rr reads until EOF.
+func produceLayout(ctx context.Context, cl *kgo.Client, rr *kgo.RecordReader, topic string, partition int32) error {
+	var firstErr error
+	done := func(r *kgo.Record, err error) {
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+		}
+	}
+	for n := 1; ; n++ {
+		r := &kgo.Record{Topic: topic, Partition: partition}
+		err := rr.ReadRecordInto(r)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			if ferr := cl.Flush(ctx); ferr != nil && firstErr == nil {
+				firstErr = ferr
+			}
+			if firstErr != nil {
+				return firstErr
+			}
+			return fmt.Errorf("stdin record %d: %w", n, err)
+		}
+		if r.Topic == "" {
+			r.Topic = topic
+		}
+		cl.Produce(ctx, r, done)
+	}
+	if err := cl.Flush(ctx); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	return firstErr
 }
 
 func produce(ctx context.Context, cl *kgo.Client, in io.Reader, topic, format, keySep string, partition int32) error {
@@ -258,6 +325,7 @@ func newConsumeCmd() *cobra.Command {
 	var (
 		p      adminParams
 		format string
+		layout string
 		offset string
 		count  int
 		exit   bool
@@ -272,11 +340,18 @@ a JSON object with --format json that 'qk produce --format json' reads back.
 -o is where to start in each partition: start, end, an offset N, -N (N records
 before the end) or @timestamp (milliseconds or RFC 3339). With -g the group's
 committed offsets win, -o applies where the group has none, and what was
-printed is committed on exit.`,
+printed is committed on exit.
+
+With -f LAYOUT each record is printed with franz-go's record formatter
+(kgo.RecordFormatter), kcat-like: %t topic, %p partition, %o offset, %k key,
+%v value, %d timestamp (milliseconds, %d{go#RFC3339#} or %d{strftime[%F]}),
+%H number of headers, %h{%k=%v } each header; \n, \t and \\ are escapes.
+Nothing is added: end the layout with \n for one record per line.`,
 		ValidArgsFunction: p.completeTopics,
 		Example: `  qk consume orders -o start -e
   qk consume orders -o -10 -n 10 --format json
-  qk consume orders payments -g audit -e`,
+  qk consume orders payments -g audit -e
+  qk consume orders -o start -e -f '%p/%o %k=%v %h{%k:%v }\n'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			so, err := parseOffset(offset)
@@ -285,6 +360,15 @@ printed is committed on exit.`,
 			}
 			if format != "text" && format != "json" {
 				return fmt.Errorf("--format %q: want text or json", format)
+			}
+			var rf *kgo.RecordFormatter
+			if cmd.Flags().Changed("layout") {
+				if err := layoutConflict(cmd, format); err != nil {
+					return err
+				}
+				if rf, err = kgo.NewRecordFormatter(layout); err != nil {
+					return fmt.Errorf("-f %q: %w", layout, err)
+				}
 			}
 			ac, err := p.conn.Dial(cmd.Context())
 			if err != nil {
@@ -317,12 +401,13 @@ printed is committed on exit.`,
 				return err
 			}
 			defer c.Close()
-			return consume(cmd.Context(), c.Kgo(), cmd.OutOrStdout(), format, count, exit, starts, ends, group != "")
+			return consume(cmd.Context(), c.Kgo(), cmd.OutOrStdout(), format, rf, count, exit, starts, ends, group != "")
 		},
 	}
 	p.conn.AddFlags(cmd.Flags())
 	f := cmd.Flags()
 	f.StringVar(&format, "format", "text", "output format: text (values) or json (one record object per line)")
+	f.StringVarP(&layout, "layout", "f", "", "print records with this franz-go record formatter layout, e.g. '%k %v\\n' (not with --format json)")
 	f.StringVarP(&offset, "offset", "o", "end", "start at: start, end, N, -N or @timestamp")
 	f.IntVarP(&count, "count", "n", 0, "exit after this many records (0: no limit)")
 	f.BoolVarP(&exit, "exit", "e", false, "exit at the end of every partition")
@@ -403,10 +488,11 @@ func consumeRange(ctx context.Context, c *kadm.Client, topics []string, so start
 	return starts, ends, nil
 }
 
-func consume(ctx context.Context, cl *kgo.Client, w io.Writer, format string, count int, exit bool, pos, ends map[string]map[int32]int64, commit bool) error {
+func consume(ctx context.Context, cl *kgo.Client, w io.Writer, format string, rf *kgo.RecordFormatter, count int, exit bool, pos, ends map[string]map[int32]int64, commit bool) error {
 	bw := bufio.NewWriter(w)
 	defer bw.Flush()
 	enc := json.NewEncoder(bw)
+	var buf []byte
 	last := map[string]map[int32]*kgo.Record{}
 	printed := 0
 	atEnd := func() bool {
@@ -448,9 +534,13 @@ func consume(ctx context.Context, cl *kgo.Client, w io.Writer, format string, co
 			}
 			last[r.Topic][r.Partition] = r
 			printed++
-			if format == "json" {
+			switch {
+			case rf != nil:
+				buf = rf.AppendRecord(buf[:0], r)
+				bw.Write(buf)
+			case format == "json":
 				_ = enc.Encode(toJSONRecord(r))
-			} else {
+			default:
 				bw.Write(r.Value)
 				bw.WriteByte('\n')
 			}
