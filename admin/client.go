@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -25,20 +26,73 @@ type Options struct {
 	Brokers  []string
 	Timeout  time.Duration
 	Settings []string // -X key=value
+	Profile  string   // --profile, else $QK_PROFILE; empty: the config file's current
 
-	extra []kgo.Opt // set by DialKgo
+	// ConfigPath is the config file holding the profiles; AddFlags sets
+	// it to ConfigPath().
+	ConfigPath string
+
+	fs       *pflag.FlagSet // to tell flags given from defaults
+	resolved bool
+	extra    []kgo.Opt // set by DialKgo
 }
 
-// AddFlags binds -b/--brokers, --timeout and -X to fs. The brokers default
-// comes from $QK_BROKERS, else DefaultBrokers.
+// DefaultTimeout is used when neither --timeout nor a profile sets one.
+const DefaultTimeout = 10 * time.Second
+
+// AddFlags binds -b/--brokers, --timeout, -X and --profile to fs. Each
+// setting comes from, first to last: its flag, $QK_BROKERS (brokers only),
+// the profile (--profile, $QK_PROFILE or the config file's current), the
+// default.
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.fs = fs
+	o.ConfigPath = ConfigPath()
 	def := DefaultBrokers
 	if env := os.Getenv("QK_BROKERS"); env != "" {
 		def = env
 	}
 	fs.StringSliceVarP(&o.Brokers, "brokers", "b", strings.Split(def, ","), "seed brokers host:port, comma separated (env QK_BROKERS)")
-	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "timeout of each request to the cluster")
+	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "timeout of each request to the cluster")
 	fs.StringArrayVarP(&o.Settings, "client-set", "X", nil, "client setting key=value (client.id, dial.timeout, retries)")
+	fs.StringVar(&o.Profile, "profile", os.Getenv("QK_PROFILE"), "connection profile from $XDG_CONFIG_HOME/qk/qk.yaml (env QK_PROFILE; default: the file's current)")
+}
+
+// Resolve applies the profile to the settings not given as flags (or, for
+// brokers, $QK_BROKERS). Dial calls it; it is done once.
+func (o *Options) Resolve() error {
+	if o.resolved {
+		return nil
+	}
+	p, err := LoadProfile(o.ConfigPath, o.Profile)
+	if err != nil {
+		return err
+	}
+	o.resolved = true
+	if p == nil {
+		return nil
+	}
+	changed := func(name string) bool { return o.fs != nil && o.fs.Changed(name) }
+	if len(p.Brokers) > 0 && !changed("brokers") && os.Getenv("QK_BROKERS") == "" {
+		o.Brokers = p.Brokers
+	}
+	// Only a default timeout gives way (completion sets its own).
+	if p.Timeout > 0 && !changed("timeout") && o.Timeout == DefaultTimeout {
+		o.Timeout = p.Timeout
+	}
+	if len(p.Client) > 0 {
+		keys := make([]string, 0, len(p.Client))
+		for k := range p.Client {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var set []string
+		for _, k := range keys {
+			set = append(set, k+"="+p.Client[k])
+		}
+		// -X comes later, so it wins.
+		o.Settings = append(set, o.Settings...)
+	}
+	return nil
 }
 
 // Client is an admin connection to one cluster.
@@ -86,6 +140,9 @@ func (o *Options) kgoOpts() ([]kgo.Opt, error) {
 // Dial connects to the cluster and checks that a seed broker answers, so
 // an unreachable cluster fails here with one line naming the address.
 func (o *Options) Dial(ctx context.Context) (*Client, error) {
+	if err := o.Resolve(); err != nil {
+		return nil, err
+	}
 	opts, err := o.kgoOpts()
 	if err != nil {
 		return nil, err
