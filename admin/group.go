@@ -320,8 +320,10 @@ func (c *Client) ResetOffsets(ctx context.Context, group string, topics map[stri
 			return nil, fmt.Errorf("list offsets: %w", err)
 		}
 	}
+	// GROUP_ID_NOT_FOUND (kfake, for a group that never committed) means
+	// no committed offsets, as Kafka's empty answer does.
 	committed, err := c.Client.FetchOffsets(ctx, group)
-	if err != nil {
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 		return nil, fmt.Errorf("fetch offsets of group %s: %w", group, err)
 	}
 	plan := &ResetPlan{Group: group, Offsets: []ResetRow{}}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -455,7 +456,10 @@ func consumeRange(ctx context.Context, c *kadm.Client, topics []string, so start
 	}
 	var committed kadm.OffsetResponses
 	if group != "" {
-		if committed, err = c.FetchOffsets(ctx, group); err != nil {
+		// A group that has never committed has no offsets: Kafka answers
+		// with an empty list, some Kafka-compatible brokers (kfake) with
+		// GROUP_ID_NOT_FOUND; both mean "start from -o".
+		if committed, err = c.FetchOffsets(ctx, group); err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
 			return nil, nil, fmt.Errorf("fetch offsets of group %s: %w", group, err)
 		}
 	}
