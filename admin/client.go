@@ -101,6 +101,8 @@ type Client struct {
 	kgo     *kgo.Client
 	brokers []string
 	timeout time.Duration
+	// legacyAlter forces the AlterConfigs fallback of AlterConfigs (tests).
+	legacyAlter bool
 }
 
 func (o *Options) kgoOpts() ([]kgo.Opt, error) {

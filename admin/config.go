@@ -3,8 +3,11 @@ package admin
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -71,12 +74,93 @@ func (a ConfigAltered) Text(w *tabwriter.Writer) {
 }
 
 // AlterConfigs sets and deletes a resource's configs with
-// IncrementalAlterConfigs.
+// IncrementalAlterConfigs, or, on a cluster whose brokers do not serve it
+// (Kafka before 2.3), with the older AlterConfigs, as kafka-configs.sh does.
 func (c *Client) AlterConfigs(ctx context.Context, r Resource, set map[string]string, del []string, dryRun bool) (ConfigAltered, error) {
-	if err := c.alterConfigs(ctx, r, set, del, dryRun); err != nil {
+	alter := c.alterConfigs
+	if c.legacyAlter || !c.servesIncrementalAlter(ctx) {
+		alter = c.alterConfigsState
+	}
+	if err := alter(ctx, r, set, del, dryRun); err != nil {
 		return ConfigAltered{}, err
 	}
 	return ConfigAltered{Resource: r.String(), Status: "altered" + dry(dryRun)}, nil
+}
+
+// servesIncrementalAlter reports whether every broker lists
+// IncrementalAlterConfigs (key 44) in ApiVersions. When the question cannot
+// be answered it says yes, so the incremental request reports the problem.
+func (c *Client) servesIncrementalAlter(ctx context.Context) bool {
+	vs, err := c.Client.ApiVersions(ctx)
+	if err != nil {
+		return true
+	}
+	ok := true
+	vs.Each(func(v kadm.BrokerApiVersions) {
+		if v.Err != nil {
+			return
+		}
+		if _, exists := v.KeyMaxVersion(44); !exists {
+			ok = false
+		}
+	})
+	return ok
+}
+
+// alterConfigsState is the fallback: AlterConfigs replaces a resource's
+// whole dynamic config, so the current dynamic values are read first and
+// the change is applied to them.
+func (c *Client) alterConfigsState(ctx context.Context, r Resource, set map[string]string, del []string, dryRun bool) error {
+	current, err := c.DescribeConfigs(ctx, r, false)
+	if err != nil {
+		return err
+	}
+	state := mergeConfigState(current, set, del)
+	var acs []kadm.AlterConfig
+	for _, k := range slices.Sorted(maps.Keys(state)) {
+		v := state[k]
+		acs = append(acs, kadm.AlterConfig{Name: k, Value: &v})
+	}
+	var resp kadm.AlterConfigsResponses
+	switch {
+	case r.Topic != "" && dryRun:
+		resp, err = c.Client.ValidateAlterTopicConfigsState(ctx, acs, r.Topic)
+	case r.Topic != "":
+		resp, err = c.Client.AlterTopicConfigsState(ctx, acs, r.Topic)
+	case dryRun:
+		resp, err = c.Client.ValidateAlterBrokerConfigsState(ctx, acs, r.Broker)
+	default:
+		resp, err = c.Client.AlterBrokerConfigsState(ctx, acs, r.Broker)
+	}
+	if err != nil {
+		return fmt.Errorf("alter %s configs: %w", r, err)
+	}
+	for _, a := range resp {
+		if a.Err != nil {
+			return fmt.Errorf("alter %s configs: %w", r, kafkaErr(a.Err, a.ErrMessage))
+		}
+	}
+	return nil
+}
+
+// mergeConfigState applies set and del to the dynamic configs of a
+// resource (sensitive values, which describe hides, cannot be carried over
+// and are dropped unless set again).
+func mergeConfigState(current ConfigList, set map[string]string, del []string) map[string]string {
+	state := map[string]string{}
+	for _, cv := range current {
+		if !strings.HasPrefix(cv.Source, "DYNAMIC") || cv.Sensitive {
+			continue
+		}
+		state[cv.Name] = cv.Value
+	}
+	for _, k := range del {
+		delete(state, k)
+	}
+	for k, v := range set {
+		state[k] = v
+	}
+	return state
 }
 
 func (c *Client) alterConfigs(ctx context.Context, r Resource, set map[string]string, del []string, dryRun bool) error {
