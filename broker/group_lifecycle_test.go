@@ -172,7 +172,10 @@ func TestGroupOffsetsExpire(t *testing.T) {
 	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	b := groupBroker(t, brokertest.WithClock(clock),
 		brokertest.WithConfig("offsets.retention.minutes", "60"),
-		brokertest.WithConfig("offsets.retention.check.interval.ms", "20"))
+		brokertest.WithConfig("offsets.retention.check.interval.ms", "20"),
+		// The busy member's session must outlive the 61-minute clock jump,
+		// or the coordinator expires it and the group empties meanwhile.
+		brokertest.WithConfig("group.max.session.timeout.ms", "10800000"))
 	addrs := []string{b.Addr}
 	adm := newAdmin(t, b.Addr)
 	raw := newClient(t, addrs)
@@ -190,7 +193,7 @@ func TestGroupOffsetsExpire(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Error())
 
-	busy := newGroupConsumer(t, addrs, "exp-busy", "exp")
+	busy := newGroupConsumer(t, addrs, "exp-busy", "exp", kgo.SessionTimeout(2*time.Hour))
 	defer busy.Close()
 	pollValues(t, busy, 4)
 	require.NoError(t, busy.CommitUncommittedOffsets(ctx))

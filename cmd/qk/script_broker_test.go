@@ -110,7 +110,9 @@ func cmdKfake(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // kafkaID matches a topic or cluster id: 16 bytes in URL-safe base64.
-var kafkaID = regexp.MustCompile(`\b[A-Za-z0-9_-]{22}\b`)
+// Not \b: a base64url id may start or end with '-' or '_', which are not
+// word characters (kfake hands out such ids).
+var kafkaID = regexp.MustCompile(`(^|[^A-Za-z0-9_-])[A-Za-z0-9_-]{22}($|[^A-Za-z0-9_-])`)
 
 // cmdScrubIDs replaces topic and cluster ids in files by <ID>, so golden
 // files compare across runs.
@@ -121,7 +123,7 @@ func cmdScrubIDs(ts *testscript.TestScript, neg bool, args []string) {
 		p := ts.MkAbs(f)
 		data, err := os.ReadFile(p)
 		ts.Check(err)
-		ts.Check(os.WriteFile(p, kafkaID.ReplaceAll(data, []byte("<ID>")), 0o644))
+		ts.Check(os.WriteFile(p, kafkaID.ReplaceAll(data, []byte("${1}<ID>${2}")), 0o644))
 	}
 }
 
