@@ -132,6 +132,11 @@ func (c *Client) alterConfigsState(ctx context.Context, r Resource, set map[stri
 	default:
 		resp, err = c.Client.AlterBrokerConfigsState(ctx, acs, r.Broker)
 	}
+	return alterResult(r, resp, err)
+}
+
+// alterResult turns an alter answer into the first error, if any.
+func alterResult(r Resource, resp kadm.AlterConfigsResponses, err error) error {
 	if err != nil {
 		return fmt.Errorf("alter %s configs: %w", r, err)
 	}
@@ -191,15 +196,7 @@ func (c *Client) alterConfigs(ctx context.Context, r Resource, set map[string]st
 	default:
 		resp, err = c.Client.AlterBrokerConfigs(ctx, acs, r.Broker)
 	}
-	if err != nil {
-		return fmt.Errorf("alter %s configs: %w", r, err)
-	}
-	for _, a := range resp {
-		if a.Err != nil {
-			return fmt.Errorf("alter %s configs: %w", r, kafkaErr(a.Err, a.ErrMessage))
-		}
-	}
-	return nil
+	return alterResult(r, resp, err)
 }
 
 // BrokerView is one broker of `qk cluster info`.
