@@ -406,6 +406,8 @@ func TestMarkdown(t *testing.T) {
 	require.Contains(t, out, "v0.1-3-gabc")
 	require.Regexp(t, regexp.MustCompile(`(?m)^\| produce 1 KiB acks=1 none \| qk \| 500,000 \| 1,234,567 \| 12\.5 \| 0\.250 \| 0\.750 \| 1\.500 \| 0\.50 \| 1\.00× \| 1\.00× \|$`), out)
 	require.Regexp(t, regexp.MustCompile(`(?m)^\| consume 1 KiB none \| ceiling \(kfake synthetic\) \| 500,000 \| 1,234,567 \| 12\.5 \| — \| — \| — \| 0\.50 \| — \| — \|$`), out)
+	require.Regexp(t, regexp.MustCompile(`(?m)^\| latency 1 KiB 10k/s \| qk \| 100,000 \| 1,234,567 \| 12\.5 \| 0\.250 \| 0\.750 \| 1\.500 \| 0\.50 \| — \| — \|$`), out,
+		"a fixed rate has no throughput ratios")
 	require.Regexp(t, regexp.MustCompile(`(?m)^\| produce 1 KiB acks=1: qk / kfake peer \| 1\.00× \| ≥ 1\.25× \| MISS \|$`), out)
 	require.Regexp(t, regexp.MustCompile(`(?m)^\| produce 1 KiB acks=1: qk CPU-s per GiB produced \| 0\.50 CPU-s/GiB \| ≤ 0\.8 CPU-s/GiB \| PASS \|$`), out)
 	require.Regexp(t, regexp.MustCompile(`(?m)^\| produce 1 KiB flush\.messages=1 \| \*\*failed\*\* \| peer, run 1/5: boom \\\| bang \|`), out)
