@@ -320,14 +320,22 @@ func (s *suite) runOnce(ctx context.Context, r row, ro role, p *proc, adm *kadm.
 }
 
 // newSample turns a perf final line and the broker's CPU over the run into
-// a sample. Bytes are record values; should a tool not report them, the
-// row's records × size is what was sent.
+// a sample. Bytes are record values (no keys are sent); should a tool not
+// report them, the row's records × size is what was sent.
+//
+// A consumer's throughput is its fetch phase's when the tool reports one,
+// as kafka-consumer-perf-test's fetch.MB.sec: a group join's wait is the
+// coordinator's policy (group.initial.rebalance.delay.ms), not the cost
+// of serving fetches, and would swamp short runs.
 func newSample(f perfFinal, r row, cpu float64) sample {
 	b := float64(f.Bytes)
 	if b <= 0 {
 		b = float64(r.records) * float64(r.size)
 	}
 	s := sample{recPerSec: f.RecordsPerSec, mibPerSec: f.MiBPerSec, cpuPerGiB: cpu / (b / gib)}
+	if r.load == consumeLoad && f.FetchRecordsPerSec > 0 && f.FetchMiBPerSec > 0 {
+		s.recPerSec, s.mibPerSec = f.FetchRecordsPerSec, f.FetchMiBPerSec
+	}
 	if f.Latency != nil {
 		s.hasLatency = true
 		s.p50, s.p99, s.p999 = f.Latency.P50, f.Latency.P99, f.Latency.P999

@@ -263,7 +263,8 @@ func sectionNote(sec string) string {
 			"The ceiling acknowledges without storing (kfake.BlackholeProduce).\n\n"
 	case secConsume:
 		return "Each run first fills a fresh topic (unmeasured, acks=1, same codec), then one consumer reads it back from the start. " +
-			"The ceiling answers every fetch from one canned batch of the same size and codec (kfake.SyntheticFetch).\n\n"
+			"The ceiling answers every fetch from one canned batch of the same size and codec (kfake.SyntheticFetch). " +
+			"records/s and MiB/s are the fetch phase's when `qk perf consume` reports one (after any group join), as kafka-consumer-perf-test's fetch.MB.sec.\n\n"
 	case secLatency:
 		return "The producer is held to 10,000 records/s, acks=1, linger 0, so latency is the broker's and the loopback's, not a queue's. " +
 			"Every broker keeps up, so there are no throughput ratios: compare the latency columns.\n\n"

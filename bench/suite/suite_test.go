@@ -127,6 +127,17 @@ func TestNewSample(t *testing.T) {
 	// No bytes reported: records × size is what was sent.
 	f.Bytes = 0
 	require.InDelta(t, 0.5/(512e6/gib), newSample(f, r, 0.5).cpuPerGiB, 1e-9)
+
+	// A consumer counts its fetch phase, when the tool reports one.
+	f, err = parsePerfOutput([]byte(consumeFinal))
+	require.NoError(t, err)
+	r.load = consumeLoad
+	got = newSample(f, r, 0.25)
+	require.Equal(t, sample{recPerSec: 1041666.7, mibPerSec: 1017.3, cpuPerGiB: 0.25 / (512e6 / gib)}, got)
+	f.FetchRecordsPerSec, f.FetchMiBPerSec = 0, 0
+	got = newSample(f, r, 0.25)
+	require.Equal(t, 1000000.0, got.recPerSec)
+	require.Equal(t, 976.6, got.mibPerSec)
 }
 
 func TestMedian(t *testing.T) {
