@@ -157,8 +157,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	for _, r := range rows {
 		rr := s.runRow(ctx, r)
 		rs.add(rr)
-		if err := ctx.Err(); err != nil {
-			return err
+		if ctx.Err() != nil {
+			return errors.New("interrupted; brokers stopped, no report")
 		}
 		if rr.err != nil {
 			failed = append(failed, r.name)
