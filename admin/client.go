@@ -95,6 +95,17 @@ func (o *Options) Resolve() error {
 	return nil
 }
 
+// KgoOpts resolves the settings (see Resolve) and returns the kgo options
+// they make: seed brokers, client id, dial and request timeouts and the -X
+// client settings. Tools that run their own kgo clients (qk perf) start
+// from these.
+func (o *Options) KgoOpts() ([]kgo.Opt, error) {
+	if err := o.Resolve(); err != nil {
+		return nil, err
+	}
+	return o.kgoOpts()
+}
+
 // Client is an admin connection to one cluster.
 type Client struct {
 	*kadm.Client
