@@ -133,7 +133,7 @@ func markdown(h header, rs *results, targets []target) string {
 	fmt.Fprintf(&sb, "- peers and ceilings: franz-go kfake %s, one broker per process (bench/kfakebroker)\n", orUnknown(h.kfake))
 	fmt.Fprintf(&sb, "- %s; every load is a `qk perf produce|consume --json` process over 127.0.0.1; "+
 		"random (incompressible) values; 1 partition unless stated; a fresh topic per run\n", runsText(h.runs, h.warmup))
-	sb.WriteString("- qk: `qk broker start` with defaults plus log.segment.delete.delay.ms=0")
+	sb.WriteString("- qk: `qk broker start` with defaults plus log.segment.delete.delay.ms=0 and group.initial.rebalance.delay.ms=0")
 	if len(h.sets) > 0 {
 		sb.WriteString(" and " + strings.Join(h.sets, ", "))
 	}
