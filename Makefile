@@ -10,7 +10,7 @@ BENCHCOUNT ?= 5
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: all build run test test-unit test-integration deps lint fuzz bench bench-go bench-broker golden completions clean
+.PHONY: all build run test test-unit test-integration deps lint fuzz bench bench-go bench-suite golden completions clean
 
 all: build
 
@@ -53,7 +53,7 @@ fuzz:
 	done
 
 # `bench` runs both benchmark kinds below.
-bench: bench-go bench-broker
+bench: bench-go bench-suite
 
 # Benchmarks of the code paths, BENCHCOUNT runs each, to bench/<date>.txt for
 # benchstat.
@@ -61,13 +61,14 @@ bench-go:
 	@mkdir -p bench
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) $(PKGS) | tee bench/$$(date +%Y-%m-%d).txt
 
-# The whole broker as a separate process driven by franz-go over loopback
-# (bench/broker): records/s, MiB/s, p50/p99 produce latency and broker
-# CPU-seconds per GiB, median of 5 runs, as Markdown in bench/<date>.md.
-# BENCHFLAGS passes options, e.g. BENCHFLAGS=-quick or "-runs 3".
-bench-broker:
-	@mkdir -p bench
-	$(GO) run ./bench/broker $(BENCHFLAGS) -o bench/$$(date +%Y-%m-%d).md
+# The whole-broker suite (bench/suite): qk, a kfake peer and kfake's producer
+# and consumer ceilings, each its own process, driven by `qk perf` processes;
+# records/s, MiB/s, p50/p99/p99.9, broker CPU-seconds per GiB and ratios,
+# median of 5 runs, and the targets checklist, as Markdown in
+# bench/RESULTS.md. BENCHFLAGS passes options, e.g. BENCHFLAGS=-quick or
+# "-only 'produce 1 KiB' -runs 3".
+bench-suite:
+	$(GO) run ./bench/suite $(BENCHFLAGS) -o bench/RESULTS.md
 
 # Rewrite golden files after an intended output change; review the diff.
 golden:
