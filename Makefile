@@ -65,8 +65,9 @@ bench-go:
 # and consumer ceilings, each its own process, driven by `qk perf` processes;
 # records/s, MiB/s, p50/p99/p99.9, broker CPU-seconds per GiB and ratios,
 # median of 5 runs, and the targets checklist, as Markdown in
-# bench/RESULTS.md. BENCHFLAGS passes options, e.g. BENCHFLAGS=-quick or
-# "-only 'produce 1 KiB' -runs 3".
+# bench/RESULTS.md. BENCHFLAGS passes options, e.g. "-only 'produce 1 KiB'
+# -runs 3"; `go run ./bench/suite -quick` checks the suite works in seconds
+# without overwriting the results.
 bench-suite:
 	$(GO) run ./bench/suite $(BENCHFLAGS) -o bench/RESULTS.md
 
