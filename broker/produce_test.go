@@ -349,3 +349,37 @@ func TestInitProducerIDTransactional(t *testing.T) {
 	a, b2 := initProducerID(t, c), initProducerID(t, c)
 	require.Equal(t, a+1, b2)
 }
+
+// TestProduceFlushMessagesGroupCommit: with flush.messages=1 every
+// acknowledged batch is fsynced first; the acknowledgements of requests
+// that carry several partitions wait for all their flushes, and records
+// come back complete and in order.
+func TestProduceFlushMessagesGroupCommit(t *testing.T) {
+	b := brokertest.StartBroker(t)
+	adm := newAdmin(t, b.Addr)
+	one := "1"
+	createTopic(t, adm, "durable", 3, map[string]*string{"flush.messages": &one})
+	cl := newClient(t, []string{b.Addr}, kgo.DefaultProduceTopic("durable"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(time.Millisecond))
+	const n = 3000
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Partition: int32(i % 3), Value: []byte(fmt.Sprintf("v%05d", i))})
+	}
+	res := cl.ProduceSync(testCtx(t), recs...)
+	require.NoError(t, res.FirstErr())
+	next := map[int32]int64{}
+	for _, r := range res {
+		require.Equal(t, next[r.Record.Partition], r.Record.Offset, "partition %d", r.Record.Partition)
+		next[r.Record.Partition]++
+	}
+	got := consume(t, []string{b.Addr}, "durable", n)
+	require.Len(t, got, n)
+	perPartition := map[int32]int{}
+	for _, r := range got {
+		want := fmt.Sprintf("v%05d", int(r.Offset)*3+int(r.Partition))
+		require.Equal(t, want, string(r.Value))
+		perPartition[r.Partition]++
+	}
+	require.Equal(t, map[int32]int{0: n / 3, 1: n / 3, 2: n / 3}, perPartition)
+}

@@ -3,6 +3,8 @@ package api
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -61,6 +63,35 @@ func (h *Handler) handleProduce(c *call) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	snap := h.cfg.Cache.Snapshot()
 	anyErr := false
+	// Partitions whose flush.messages flush is still running answer once
+	// it completes (group commit, see log.Log.AppendAsync); the response
+	// goes out when the last of them is durable. waiting counts them plus
+	// one for this goroutine, so the response cannot leave before every
+	// partition has been appended.
+	type flushErr struct {
+		ti, pi int
+		err    error
+	}
+	var (
+		mu        sync.Mutex
+		flushErrs []flushErr
+		waiting   atomic.Int32
+	)
+	waiting.Store(1)
+	finish := func() {
+		if waiting.Add(-1) != 0 {
+			return
+		}
+		for _, fe := range flushErrs {
+			sp := &resp.Topics[fe.ti].Partitions[fe.pi]
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			sp.ErrorCode = errorCode(fe.err)
+			if c.version >= 8 {
+				sp.ErrorMessage = errorMessage(fe.err)
+			}
+		}
+		c.respond(resp)
+	}
 
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -74,9 +105,36 @@ func (h *Handler) handleProduce(c *call) {
 			if err == nil {
 				err = h.produceAcks(req.Acks)
 			}
+			var flushed func(error)
 			if err == nil {
-				var info log.AppendInfo
-				info, err = h.producePartition(c, snap, name, rp.Partition, rp.Records, req)
+				var (
+					info    log.AppendInfo
+					pending bool
+				)
+				if req.Acks != 0 {
+					// The response's partition is addressed by index: finish
+					// applies the error once the loop below is complete.
+					ti, pi := len(resp.Topics), len(st.Partitions)
+					partition := rp.Partition
+					flushed = func(ferr error) {
+						if ferr != nil {
+							h.lg.Warn("produce not flushed", "topic", name, "partition", partition, "err", ferr)
+							mu.Lock()
+							flushErrs = append(flushErrs, flushErr{ti, pi, ferr})
+							mu.Unlock()
+						}
+						finish()
+					}
+				}
+				// Counted before the append: the flush may finish before
+				// producePartition returns.
+				if flushed != nil {
+					waiting.Add(1)
+				}
+				info, pending, err = h.producePartition(c, snap, name, rp.Partition, rp.Records, req, flushed)
+				if flushed != nil && !pending {
+					waiting.Add(-1) // this goroutine's count keeps it above 0
+				}
 				if err == nil {
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
 				}
@@ -102,7 +160,7 @@ func (h *Handler) handleProduce(c *call) {
 		}
 		return
 	}
-	c.respond(resp)
+	finish()
 }
 
 // produceTopic resolves a request topic to its name, auto-creating it
@@ -141,35 +199,42 @@ func (h *Handler) produceAcks(acks int16) error {
 }
 
 // producePartition validates, converts and appends one partition's batch.
-func (h *Handler) producePartition(c *call, snap *controller.Snapshot, topic string, partition int32, records []byte, req *kmsg.ProduceRequest) (log.AppendInfo, error) {
+//
+// With flushed set, a flush that flush.messages calls for is not waited
+// for: pending reports it, and flushed is called when it completes.
+func (h *Handler) producePartition(c *call, snap *controller.Snapshot, topic string, partition int32, records []byte, req *kmsg.ProduceRequest, flushed func(error)) (info log.AppendInfo, pending bool, err error) {
 	p, err := h.cfg.Replicas.Partition(topic, partition)
 	if err != nil {
 		if t, ok := snap.Topics[topic]; ok && partition >= 0 && int(partition) < len(t.Partitions) {
-			return log.AppendInfo{}, replica.ErrNotLeaderOrFollower
+			return log.AppendInfo{}, false, replica.ErrNotLeaderOrFollower
 		}
-		return log.AppendInfo{}, err
+		return log.AppendInfo{}, false, err
 	}
 	batch, err := checkProduceRecords(c.version, records)
 	if err != nil {
-		return log.AppendInfo{}, err
+		return log.AppendInfo{}, false, err
 	}
 	if batch.IsTransactional() {
-		return log.AppendInfo{}, fmt.Errorf("%w: qk has no transaction coordinator", kerr.InvalidTxnState)
+		return log.AppendInfo{}, false, fmt.Errorf("%w: qk has no transaction coordinator", kerr.InvalidTxnState)
 	}
 	cfg := p.Config()
 	if err := h.checkTimestamps(batch, cfg); err != nil {
-		return log.AppendInfo{}, err
+		return log.AppendInfo{}, false, err
 	}
 	if cfg.CleanupPolicy.Compact {
 		if err := checkKeys(batch); err != nil {
-			return log.AppendInfo{}, err
+			return log.AppendInfo{}, false, err
 		}
 	}
 	out, err := convertCompression(batch, cfg.CompressionType)
 	if err != nil {
-		return log.AppendInfo{}, err
+		return log.AppendInfo{}, false, err
 	}
-	return p.AppendAsLeader(out, req.Acks)
+	if flushed == nil {
+		info, err = p.AppendAsLeader(out, req.Acks)
+		return info, false, err
+	}
+	return p.AppendAsLeaderAsync(out, req.Acks, flushed)
 }
 
 // checkProduceRecords applies ProduceRequest.validateRecords: exactly one

@@ -75,6 +75,8 @@ func errorCode(err error) int16 {
 		return kerr.UnknownProducerID.Code
 	case errors.Is(err, log.ErrBadConfig):
 		return kerr.InvalidConfig.Code
+	case errors.Is(err, log.ErrTruncated):
+		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, log.ErrClosed), errors.Is(err, log.ErrFailed), errors.Is(err, log.ErrCorruptLog), errors.Is(err, log.ErrCorruptIndex):
 		return kerr.KafkaStorageError.Code
 

@@ -17,6 +17,10 @@ var (
 	// log failed, so its files are in an unknown state. The log refuses
 	// writes and flushes until the broker restarts and recovers it.
 	ErrFailed = errors.New("log: failed after an I/O error")
+	// ErrTruncated is returned to an AppendAsync caller whose batch a
+	// truncation removed before it was flushed (the replica became a
+	// follower): NOT_LEADER_OR_FOLLOWER, so the producer retries.
+	ErrTruncated = errors.New("log: truncated before the batch was flushed")
 	// ErrBatchTooLarge is MESSAGE_TOO_LARGE: the batch exceeds
 	// max.message.bytes.
 	ErrBatchTooLarge = errors.New("log: record batch larger than max.message.bytes")

@@ -291,6 +291,9 @@ type Log struct {
 	closed         bool
 	flushTarget    int64 // the async flusher flushes up to here
 	flusherRunning bool
+	// flushWaiters are AppendAsync callers waiting for their offsets to
+	// be flushed (flush.messages): group commit.
+	flushWaiters []flushWaiter
 	// rolledUnsynced are rolled segments whose trimmed indexes and final
 	// time-index entry were not fsynced yet; the next flush syncs them even
 	// if their offsets are already below the recovery point.
@@ -598,33 +601,127 @@ func (l *Log) fail(err error) {
 // offsets and Duplicate set; a fenced epoch is ErrInvalidProducerEpoch and
 // a sequence gap ErrOutOfOrderSequence.
 func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
+	info, needFlush, err := l.appendLeader(batch, leaderEpoch)
+	if err == nil && needFlush {
+		err = l.Flush(info.LastOffset + 1)
+	}
+	return info, err
+}
+
+// AppendAsync is Append without waiting for a flush: when flush.messages
+// calls for one, AppendAsync schedules it on the log's background flusher,
+// returns at once with pending set, and calls flushed once the batch is
+// durable (nil) or can no longer become so (the error that failed, closed
+// or truncated the log). Without a flush due, pending is false and flushed
+// is never called.
+//
+// This is group commit: while one fsync runs, later batches, also those
+// of the same connection, are appended and wait for the next one, so
+// flush.messages=1 costs an fsync per group of batches instead of
+// serialising every batch behind its own (Kafka fsyncs inside the append).
+// flushed runs on the flusher goroutine and must not block or call back
+// into the log.
+func (l *Log) AppendAsync(batch []byte, leaderEpoch int32, flushed func(error)) (info AppendInfo, pending bool, err error) {
+	info, needFlush, err := l.appendLeader(batch, leaderEpoch)
+	if err != nil || !needFlush {
+		return info, false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	target := info.LastOffset + 1
+	if target <= l.recoveryPoint {
+		return info, false, nil // a concurrent flush covered it already
+	}
+	if err := l.checkWritable(); err != nil {
+		return info, false, err
+	}
+	l.flushWaiters = append(l.flushWaiters, flushWaiter{offset: target, done: flushed})
+	l.scheduleFlush(target)
+	return info, true, nil
+}
+
+// flushWaiter is an AppendAsync caller waiting for the recovery point to
+// reach offset.
+type flushWaiter struct {
+	offset int64
+	done   func(error)
+}
+
+// releaseFlushWaiters calls, outside mu, the waiters whose offsets the
+// recovery point has reached, or every waiter with err when err is not
+// nil (or only those above the log end offset, for a truncation: see
+// truncatedWaiters).
+func (l *Log) releaseFlushWaiters(err error) {
+	l.mu.Lock()
+	var ready []flushWaiter
+	keep := l.flushWaiters[:0]
+	for _, w := range l.flushWaiters {
+		if err != nil || w.offset <= l.recoveryPoint {
+			ready = append(ready, w)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(l.flushWaiters[len(keep):])
+	l.flushWaiters = keep
+	l.mu.Unlock()
+	for _, w := range ready {
+		w.done(err)
+	}
+}
+
+// releaseTruncatedWaiters fails the waiters whose batches a truncation
+// removed: those above the new log end offset, or all of them after a
+// full truncation. Called after mu is released.
+func (l *Log) releaseTruncatedWaiters(all bool) {
+	l.mu.Lock()
+	var gone []flushWaiter
+	keep := l.flushWaiters[:0]
+	for _, w := range l.flushWaiters {
+		if all || w.offset > l.logEndOffset {
+			gone = append(gone, w)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(l.flushWaiters[len(keep):])
+	l.flushWaiters = keep
+	l.mu.Unlock()
+	for _, w := range gone {
+		w.done(fmt.Errorf("log %s: %w", l.dir, ErrTruncated))
+	}
+}
+
+// appendLeader is Append up to the flush: it reports whether
+// flush.messages calls for one.
+func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendInfo, bool, error) {
 	bt, err := record.Validate(batch)
 	if err != nil {
-		return AppendInfo{}, fmt.Errorf("append to %s: %w: %w", l.dir, ErrInvalidBatch, err)
+		return AppendInfo{}, false, fmt.Errorf("append to %s: %w: %w", l.dir, ErrInvalidBatch, err)
 	}
 	if len(bt) != len(batch) {
-		return AppendInfo{}, fmt.Errorf("append to %s: %w: %d bytes after the batch (one batch per append)", l.dir, ErrInvalidBatch, len(batch)-len(bt))
+		return AppendInfo{}, false, fmt.Errorf("append to %s: %w: %d bytes after the batch (one batch per append)", l.dir, ErrInvalidBatch, len(batch)-len(bt))
 	}
 	count, delta := bt.NumRecords(), bt.LastOffsetDelta()
 	if count <= 0 || int64(count) != int64(delta)+1 {
-		return AppendInfo{}, fmt.Errorf("append to %s: %w: record count %d does not match lastOffsetDelta %d", l.dir, ErrInvalidBatch, count, delta)
+		return AppendInfo{}, false, fmt.Errorf("append to %s: %w: record count %d does not match lastOffsetDelta %d", l.dir, ErrInvalidBatch, count, delta)
 	}
 	if bt.IsControl() {
-		return AppendInfo{}, fmt.Errorf("append to %s: %w: clients may not write control batches", l.dir, ErrInvalidBatch)
+		return AppendInfo{}, false, fmt.Errorf("append to %s: %w: clients may not write control batches", l.dir, ErrInvalidBatch)
 	}
 	idempotent := bt.ProducerID() >= 0
 	if idempotent && bt.BaseSequence() < 0 {
-		return AppendInfo{}, fmt.Errorf("append to %s: %w: producer %d sent sequence %d", l.dir, ErrInvalidBatch, bt.ProducerID(), bt.BaseSequence())
+		return AppendInfo{}, false, fmt.Errorf("append to %s: %w: producer %d sent sequence %d", l.dir, ErrInvalidBatch, bt.ProducerID(), bt.BaseSequence())
 	}
 
 	l.mu.Lock()
 	if err := l.checkWritable(); err != nil {
 		l.mu.Unlock()
-		return AppendInfo{}, err
+		return AppendInfo{}, false, err
 	}
 	if int64(len(batch)) > l.cfg.MaxMessageBytes {
 		l.mu.Unlock()
-		return AppendInfo{}, fmt.Errorf("append %d bytes to %s (max.message.bytes %d): %w", len(batch), l.dir, l.cfg.MaxMessageBytes, ErrBatchTooLarge)
+		return AppendInfo{}, false, fmt.Errorf("append %d bytes to %s (max.message.bytes %d): %w", len(batch), l.dir, l.cfg.MaxMessageBytes, ErrBatchTooLarge)
 	}
 	if idempotent {
 		if dup, err := l.producers.CheckAppend(bt); err != nil {
@@ -636,9 +733,9 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 				info.LogAppendTime = -1
 				info.NumRecords = int64(count)
 				info.Duplicate = true
-				return info, nil
+				return info, false, nil
 			}
-			return AppendInfo{}, fmt.Errorf("append to %s: %w", l.dir, err)
+			return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.dir, err)
 		}
 	}
 	base := l.logEndOffset
@@ -660,7 +757,7 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	if err != nil {
 		l.failed = err
 		l.mu.Unlock()
-		return AppendInfo{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
 	l.logEndOffset = last + 1
 	if idempotent {
@@ -683,12 +780,7 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 	}
 	needFlush := l.logEndOffset-l.recoveryPoint >= l.cfg.FlushMessages
 	l.mu.Unlock()
-	if needFlush {
-		if err := l.Flush(info.LastOffset + 1); err != nil {
-			return info, err
-		}
-	}
-	return info, nil
+	return info, needFlush, nil
 }
 
 // AppendAsFollower appends batches fetched from the leader, keeping their
@@ -867,7 +959,11 @@ func (l *Log) scheduleFlush(offset int64) {
 			target := l.flushTarget
 			if (target <= l.recoveryPoint && len(l.rolledUnsynced) == 0 && len(l.pendingSnaps) == 0) || l.checkWritable() != nil {
 				l.flusherRunning = false
+				failed := l.failed
 				l.mu.Unlock()
+				if failed != nil {
+					l.releaseFlushWaiters(fmt.Errorf("log %s: %w: %w", l.dir, ErrFailed, failed))
+				}
 				return
 			}
 			l.mu.Unlock()
@@ -906,8 +1002,23 @@ func (l *Log) Flush(upTo int64) error {
 	return l.flushLocked(upTo)
 }
 
-// flushLocked is Flush with flushMu held.
+// flushLocked is Flush with flushMu held. It releases the AppendAsync
+// waiters the flush made durable, or all of them when it failed the log.
 func (l *Log) flushLocked(upTo int64) error {
+	err := l.flushFiles(upTo)
+	switch {
+	case errors.Is(err, ErrClosed) || errors.Is(err, ErrFailed):
+		l.releaseFlushWaiters(err)
+	case err != nil && l.Failed() != nil:
+		l.releaseFlushWaiters(fmt.Errorf("%w: %w", ErrFailed, err))
+	case err == nil:
+		l.releaseFlushWaiters(nil)
+	}
+	return err
+}
+
+// flushFiles does flushLocked's work.
+func (l *Log) flushFiles(upTo int64) error {
 	l.mu.Lock()
 	if l.segments == nil {
 		l.mu.Unlock()
@@ -1148,6 +1259,7 @@ func (l *Log) TruncateTo(offset int64) (bool, error) {
 	}
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	defer l.releaseTruncatedWaiters(false)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkWritable(); err != nil {
@@ -1199,6 +1311,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	}
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	defer l.releaseTruncatedWaiters(true)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.checkWritable(); err != nil {
@@ -1250,6 +1363,9 @@ func (l *Log) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	l.wg.Wait()
+	// Waiters the final flush below did not release (a failed log) learn
+	// that their batches will not be flushed by this process.
+	defer l.releaseFlushWaiters(fmt.Errorf("log %s: %w", l.dir, ErrClosed))
 
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -1312,6 +1428,7 @@ func (l *Log) stop() []pendingSnapshot {
 	l.closed = true
 	l.mu.Unlock()
 	l.wg.Wait()
+	l.releaseFlushWaiters(fmt.Errorf("log %s: %w", l.dir, ErrClosed))
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -1338,6 +1455,7 @@ func (l *Log) closeWithoutFlush() {
 	l.mu.Lock()
 	l.closed = true // perhaps already, by stop: the files are closed anyway
 	l.mu.Unlock()
+	l.releaseFlushWaiters(fmt.Errorf("log %s: %w", l.dir, ErrClosed))
 	l.wg.Wait()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()

@@ -129,24 +129,45 @@ func (p *Partition) checkLeaderLocked(currentLeaderEpoch int32) error {
 // min.insync.replicas members. The high watermark then advances to the
 // smallest log end offset of the ISR (here: the leader's own).
 func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (log.AppendInfo, error) {
+	info, _, err := p.appendAsLeader(batch, requiredAcks, nil)
+	return info, err
+}
+
+// AppendAsLeaderAsync is AppendAsLeader that does not wait for a flush
+// that flush.messages calls for: see log.Log.AppendAsync. When pending is
+// true, flushed is called once the batch is durable or cannot become so.
+func (p *Partition) AppendAsLeaderAsync(batch []byte, requiredAcks int16, flushed func(error)) (info log.AppendInfo, pending bool, err error) {
+	return p.appendAsLeader(batch, requiredAcks, flushed)
+}
+
+func (p *Partition) appendAsLeader(batch []byte, requiredAcks int16, flushed func(error)) (log.AppendInfo, bool, error) {
 	p.mu.RLock()
 	if err := p.checkLeaderLocked(-1); err != nil {
 		p.mu.RUnlock()
-		return log.AppendInfo{}, err
+		return log.AppendInfo{}, false, err
 	}
 	epoch := p.leaderEpoch
 	if requiredAcks == -1 && len(p.isr) < p.config.MinInsyncReplicas {
 		isr, minISR := len(p.isr), p.config.MinInsyncReplicas
 		p.mu.RUnlock()
-		return log.AppendInfo{}, fmt.Errorf("%w: isr %d, min.insync.replicas %d", ErrNotEnoughReplicas, isr, minISR)
+		return log.AppendInfo{}, false, fmt.Errorf("%w: isr %d, min.insync.replicas %d", ErrNotEnoughReplicas, isr, minISR)
 	}
 	p.mu.RUnlock()
-	info, err := p.log.Append(batch, epoch)
+	var (
+		info    log.AppendInfo
+		pending bool
+		err     error
+	)
+	if flushed != nil {
+		info, pending, err = p.log.AppendAsync(batch, epoch, flushed)
+	} else {
+		info, err = p.log.Append(batch, epoch)
+	}
 	if err != nil {
-		return info, err
+		return info, false, err
 	}
 	p.maybeIncrementHighWatermark()
-	return info, nil
+	return info, pending, nil
 }
 
 // maybeIncrementHighWatermark raises the high watermark to the smallest

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -38,6 +41,7 @@ func newBrokerStartCmd() *cobra.Command {
 		sets        []string
 		printConfig bool
 		logFormat   string
+		debugAddr   string
 	)
 	cmd := &cobra.Command{
 		Use:   "start",
@@ -88,6 +92,11 @@ clean-shutdown marker, and exits with status 0.`,
 			for _, w := range warns {
 				lg.Warn("config warning", "key", w.Key, "source", w.Source.String(), "warning", w.Message)
 			}
+			if debugAddr != "" {
+				if err := serveDebug(debugAddr, lg); err != nil {
+					return err
+				}
+			}
 			return runBroker(cmd.Context(), cfg, lg)
 		},
 	}
@@ -96,6 +105,8 @@ clean-shutdown marker, and exits with status 0.`,
 	f.StringArrayVar(&sets, "set", nil, "a setting as key=value (Kafka's name), overriding the file and QK_ variables; repeatable")
 	f.BoolVar(&printConfig, "print-config", false, "print the effective configuration with each value's source, then exit")
 	f.StringVar(&logFormat, "log-format", "text", "log line format on stderr: text or json")
+	f.StringVar(&debugAddr, "debug-addr", "", "serve Go's net/http/pprof profiles on this loopback address (host:port), for profiling the broker under load")
+	_ = f.MarkHidden("debug-addr")
 	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions(
 		[]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("config", "properties", "yaml", "yml")
@@ -143,5 +154,32 @@ func runBroker(ctx context.Context, cfg *config.Broker, lg *slog.Logger) error {
 	if err := s.Close(shutCtx); err != nil {
 		return fmt.Errorf("broker shutdown: %w", err)
 	}
+	return nil
+}
+
+// serveDebug serves net/http/pprof on addr so a broker under load can be
+// profiled (`go tool pprof http://ADDR/debug/pprof/profile?seconds=10`).
+// Only loopback addresses are accepted: profiles expose internals and the
+// endpoint has no authentication.
+func serveDebug(addr string, lg *slog.Logger) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("invalid --debug-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("invalid --debug-addr %q: want a loopback address such as 127.0.0.1:6060", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--debug-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	lg.Info("serving pprof", "addr", ln.Addr().String())
+	go func() { _ = http.Serve(ln, mux) }()
 	return nil
 }
