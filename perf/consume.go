@@ -133,6 +133,7 @@ func Consume(ctx context.Context, o ConsumeOptions) error {
 		kgo.ConsumerGroup(c.Group),
 		kgo.ConsumeTopics(o.Topic),
 		kgo.ConsumeResetOffset(reset),
+		kgo.AllowAutoTopicCreation(), // Java's allow.auto.create.topics=true
 		// Kafka's default assignors are [range, cooperative-sticky]: a
 		// Java group uses range, eager, so every rebalance revokes and
 		// the listener times it.

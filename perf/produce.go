@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -134,7 +135,9 @@ func Produce(ctx context.Context, o ProduceOptions) error {
 		}
 	}()
 	for i := range clients {
-		opts := slices.Concat(o.Client, []kgo.Opt{kgo.DefaultProduceTopic(o.Topic), kgo.WithHooks(m)}, popts)
+		// Java clients ask for topics to be auto-created (the broker's
+		// auto.create.topics.enable decides); franz-go does not by default.
+		opts := slices.Concat(o.Client, []kgo.Opt{kgo.DefaultProduceTopic(o.Topic), kgo.AllowAutoTopicCreation(), kgo.WithHooks(m)}, popts)
 		if len(o.Brokers) > 0 {
 			opts = append(opts, kgo.SeedBrokers(o.Brokers...))
 		}
@@ -412,7 +415,11 @@ func (s *produceStats) done(r *kgo.Record, sent, acked time.Time, n int, counted
 		s.total.errors++
 		s.window.errors++
 		if s.printed < maxPrintedErrors {
-			fmt.Fprintf(s.o.Stderr, "error producing to %s-%d: %v\n", r.Topic, r.Partition, err)
+			where := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				where = r.Topic // never partitioned: Partition is not set
+			}
+			fmt.Fprintf(s.o.Stderr, "error producing to %s: %v\n", where, err)
 		} else if s.printed == maxPrintedErrors {
 			fmt.Fprintf(s.o.Stderr, "more than %d records failed: further errors are only counted\n", maxPrintedErrors)
 		}
