@@ -50,9 +50,10 @@ type E2ELatencyMs struct {
 // EndToEnd runs Kafka's EndToEndLatency: one record at a time is produced
 // synchronously (linger 0) and read back by a consumer already assigned to
 // the end of every partition; the latency is from the send to the
-// receipt. Each record read must be the one sent. A missing topic is
-// created with one partition and replication factor 1, as Kafka's tool
-// does.
+// receipt. Each record read must be the one sent; values are random
+// letters (Kafka's tool repeats one random letter, so a stray record could
+// pass for the one sent). A missing topic is created with one partition
+// and replication factor 1, as Kafka's tool does.
 //
 // Kafka's consumer polls with fetch.max.wait.ms=0; franz-go's least is
 // 10 ms, which with fetch.min.bytes=1 only bounds how long an empty fetch
