@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -46,7 +48,13 @@ type processor struct {
 	lg   *slog.Logger
 	epfd int
 	evfd int
-	done chan struct{} // closed when run returns
+	// epFile wraps epfd so that the processor waits for it in Go's
+	// netpoller (see wait); epConn is its raw connection.
+	epFile *os.File
+	epConn syscall.RawConn
+	// deadline is the read deadline set on epFile (zero: none).
+	deadline time.Time
+	done     chan struct{} // closed when run returns
 
 	// inbox, guarded by mu
 	mu          sync.Mutex
@@ -103,12 +111,28 @@ func newProcessor(id int, s *Server) (*processor, error) {
 		unix.Close(epfd)
 		return nil, fmt.Errorf("network: processor %d: register eventfd: %w", id, err)
 	}
+	// A non-blocking epoll descriptor is pollable: os.NewFile registers it
+	// with Go's netpoller, so wait can park instead of blocking a thread.
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(evfd)
+		unix.Close(epfd)
+		return nil, fmt.Errorf("network: processor %d: epoll fd non-blocking: %w", id, err)
+	}
+	epFile := os.NewFile(uintptr(epfd), fmt.Sprintf("epoll-processor-%d", id))
+	epConn, err := epFile.SyscallConn()
+	if err != nil {
+		unix.Close(evfd)
+		epFile.Close()
+		return nil, fmt.Errorf("network: processor %d: epoll fd: %w", id, err)
+	}
 	return &processor{
 		id:     id,
 		srv:    s,
 		lg:     s.lg.With("processor", id),
 		epfd:   epfd,
 		evfd:   evfd,
+		epFile: epFile,
+		epConn: epConn,
 		done:   make(chan struct{}),
 		conns:  make(map[int32]*conn),
 		events: make([]unix.EpollEvent, epollEvents),
@@ -120,7 +144,53 @@ func newProcessor(id int, s *Server) (*processor, error) {
 // closeFds releases the descriptors of a processor that never ran.
 func (p *processor) closeFds() {
 	unix.Close(p.evfd)
-	unix.Close(p.epfd)
+	p.epFile.Close() // closes epfd and removes it from the netpoller
+}
+
+// wait returns the number of ready events in p.events, waiting at most
+// timeoutMs milliseconds (-1: no limit, 0: just look).
+//
+// It never blocks its thread in epoll_wait. A goroutine blocked in a
+// system call keeps its P (Go's scheduler slot) until sysmon takes it back,
+// which can be 10 ms or more once sysmon has backed off; a handler
+// goroutine the processor had just readied sat on that P's run queue for
+// that long (a 10k records/s run showed 8-13 ms stalls every ~2 s). So
+// the epoll descriptor itself is watched by Go's netpoller, which parks
+// the goroutine and frees the P: epoll_wait is only called with a zero
+// timeout, when the descriptor is readable or to look before parking.
+func (p *processor) wait(timeoutMs int) (int, error) {
+	if timeoutMs == 0 {
+		return unix.EpollWait(p.epfd, p.events, 0)
+	}
+	var deadline time.Time
+	if timeoutMs > 0 {
+		deadline = time.Now().Add(time.Duration(timeoutMs) * time.Millisecond)
+	}
+	if !deadline.Equal(p.deadline) {
+		if err := p.epFile.SetReadDeadline(deadline); err != nil {
+			return 0, err
+		}
+		p.deadline = deadline
+	}
+	var (
+		n    int
+		werr error
+	)
+	err := p.epConn.Read(func(uintptr) bool {
+		n, werr = unix.EpollWait(p.epfd, p.events, 0)
+		if werr == unix.EINTR {
+			n, werr = 0, nil
+			return true // look again on the next turn
+		}
+		return n != 0 || werr != nil
+	})
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, werr
 }
 
 // signalLocked wakes the processor; p.mu must be held, so the eventfd is
@@ -198,7 +268,7 @@ func (p *processor) run() {
 		p.nextIdle = p.now.Add(idleCheckInterval(idle))
 	}
 	for {
-		n, err := unix.EpollWait(p.epfd, p.events, p.pollTimeout())
+		n, err := p.wait(p.pollTimeout())
 		if err != nil && err != unix.EINTR {
 			p.lg.Error("epoll_wait failed; closing the processor's connections", "err", err)
 			return
