@@ -64,7 +64,7 @@
 //
 // Reading: bytes go into a 64 KiB buffer per processor and are framed from
 // there; each frame (int32 size, then size bytes) is copied into its own
-// buffer from size-class pools (512 B..1 MiB), and the tail of a frame larger
+// buffer from size-class pools (512 B..16 MiB), and the tail of a frame larger
 // than the read buffer is read straight into the frame's buffer. A size above
 // SocketRequestMaxBytes, a negative size, a frame shorter than the 8-byte
 // header start and a malformed client id close that connection with a Warn
