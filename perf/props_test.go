@@ -100,3 +100,16 @@ func TestConsumerConfigSet(t *testing.T) {
 	require.NoError(t, err)
 	cl.Close()
 }
+
+// TestProducerDefaultsAreKafkas: the defaults that differ between Kafka's
+// producer and franz-go are Kafka's; in particular five requests in flight
+// without idempotence (franz-go's own default there is one).
+func TestProducerDefaultsAreKafkas(t *testing.T) {
+	c := NewProducerConfig()
+	require.Equal(t, "all", c.Acks)
+	require.Equal(t, 5, c.MaxInFlight)
+	require.Equal(t, 5*time.Millisecond, c.Linger)
+	require.NoError(t, c.Set("acks", "1"))
+	_, err := c.Opts()
+	require.NoError(t, err)
+}
