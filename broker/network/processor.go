@@ -54,7 +54,13 @@ type processor struct {
 	epConn syscall.RawConn
 	// deadline is the read deadline set on epFile (zero: none).
 	deadline time.Time
-	done     chan struct{} // closed when run returns
+	// pollFn is epollNow as a func value made once (a closure per wait
+	// would be allocated on every loop turn); it leaves its results in
+	// pollN and pollErr.
+	pollFn  func(uintptr) bool
+	pollN   int
+	pollErr error
+	done    chan struct{} // closed when run returns
 
 	// inbox, guarded by mu
 	mu          sync.Mutex
@@ -125,7 +131,7 @@ func newProcessor(id int, s *Server) (*processor, error) {
 		epFile.Close()
 		return nil, fmt.Errorf("network: processor %d: epoll fd: %w", id, err)
 	}
-	return &processor{
+	p := &processor{
 		id:     id,
 		srv:    s,
 		lg:     s.lg.With("processor", id),
@@ -138,7 +144,9 @@ func newProcessor(id int, s *Server) (*processor, error) {
 		events: make([]unix.EpollEvent, epollEvents),
 		rbuf:   make([]byte, readBufSize),
 		live:   make(map[uint64]*conn),
-	}, nil
+	}
+	p.pollFn = p.epollNow
+	return p, nil
 }
 
 // closeFds releases the descriptors of a processor that never ran.
@@ -162,9 +170,12 @@ func (p *processor) wait(timeoutMs int) (int, error) {
 	if timeoutMs == 0 {
 		return unix.EpollWait(p.epfd, p.events, 0)
 	}
+	// A positive timeout runs to the next idle check (see pollTimeout):
+	// that instant is the deadline, so it changes once per check, not on
+	// every turn.
 	var deadline time.Time
 	if timeoutMs > 0 {
-		deadline = time.Now().Add(time.Duration(timeoutMs) * time.Millisecond)
+		deadline = p.nextIdle
 	}
 	if !deadline.Equal(p.deadline) {
 		if err := p.epFile.SetReadDeadline(deadline); err != nil {
@@ -172,18 +183,8 @@ func (p *processor) wait(timeoutMs int) (int, error) {
 		}
 		p.deadline = deadline
 	}
-	var (
-		n    int
-		werr error
-	)
-	err := p.epConn.Read(func(uintptr) bool {
-		n, werr = unix.EpollWait(p.epfd, p.events, 0)
-		if werr == unix.EINTR {
-			n, werr = 0, nil
-			return true // look again on the next turn
-		}
-		return n != 0 || werr != nil
-	})
+	err := p.epConn.Read(p.pollFn)
+	n, werr := p.pollN, p.pollErr
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return 0, nil
 	}
@@ -191,6 +192,18 @@ func (p *processor) wait(timeoutMs int) (int, error) {
 		return 0, err
 	}
 	return n, werr
+}
+
+// epollNow is the RawConn.Read callback of wait: it looks for ready events
+// without blocking and reports whether there were any (false parks the
+// goroutine in the netpoller until the epoll descriptor is readable).
+func (p *processor) epollNow(uintptr) bool {
+	p.pollN, p.pollErr = unix.EpollWait(p.epfd, p.events, 0)
+	if p.pollErr == unix.EINTR {
+		p.pollN, p.pollErr = 0, nil
+		return true // look again on the next turn
+	}
+	return p.pollN != 0 || p.pollErr != nil
 }
 
 // signalLocked wakes the processor; p.mu must be held, so the eventfd is
