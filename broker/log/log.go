@@ -648,22 +648,10 @@ type flushWaiter struct {
 }
 
 // releaseFlushWaiters calls, outside mu, the waiters whose offsets the
-// recovery point has reached, or every waiter with err when err is not
-// nil (or only those above the log end offset, for a truncation: see
-// truncatedWaiters).
+// recovery point has reached, or every waiter with err when err is not nil.
 func (l *Log) releaseFlushWaiters(err error) {
 	l.mu.Lock()
-	var ready []flushWaiter
-	keep := l.flushWaiters[:0]
-	for _, w := range l.flushWaiters {
-		if err != nil || w.offset <= l.recoveryPoint {
-			ready = append(ready, w)
-		} else {
-			keep = append(keep, w)
-		}
-	}
-	clear(l.flushWaiters[len(keep):])
-	l.flushWaiters = keep
+	ready := l.takeFlushWaiters(func(w flushWaiter) bool { return err != nil || w.offset <= l.recoveryPoint })
 	l.mu.Unlock()
 	for _, w := range ready {
 		w.done(err)
@@ -675,21 +663,28 @@ func (l *Log) releaseFlushWaiters(err error) {
 // full truncation. Called after mu is released.
 func (l *Log) releaseTruncatedWaiters(all bool) {
 	l.mu.Lock()
-	var gone []flushWaiter
+	gone := l.takeFlushWaiters(func(w flushWaiter) bool { return all || w.offset > l.logEndOffset })
+	l.mu.Unlock()
+	for _, w := range gone {
+		w.done(fmt.Errorf("log %s: %w", l.dir, ErrTruncated))
+	}
+}
+
+// takeFlushWaiters removes the waiters for which take is true and returns
+// them in order; the caller holds mu.
+func (l *Log) takeFlushWaiters(take func(flushWaiter) bool) []flushWaiter {
+	var taken []flushWaiter
 	keep := l.flushWaiters[:0]
 	for _, w := range l.flushWaiters {
-		if all || w.offset > l.logEndOffset {
-			gone = append(gone, w)
+		if take(w) {
+			taken = append(taken, w)
 		} else {
 			keep = append(keep, w)
 		}
 	}
 	clear(l.flushWaiters[len(keep):])
 	l.flushWaiters = keep
-	l.mu.Unlock()
-	for _, w := range gone {
-		w.done(fmt.Errorf("log %s: %w", l.dir, ErrTruncated))
-	}
+	return taken
 }
 
 // appendLeader is Append up to the flush: it reports whether
