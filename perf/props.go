@@ -1,7 +1,6 @@
 package perf
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/qk-project/qk/internal/javaprops"
 )
 
 // Properties are Kafka client properties by their Java names, as read from
@@ -31,108 +32,19 @@ func LoadProperties(path string) (Properties, error) {
 	return p, nil
 }
 
-// ParseProperties reads the java.util.Properties text format, the subset
-// client config files use: "key=value", "key: value" or "key value" lines,
-// '#' and '!' comments, a trailing backslash continuing a line, and the
-// escapes \t \n \r \f \uXXXX (any other escaped character stands for
-// itself).
+// ParseProperties reads the java.util.Properties text format (see
+// javaprops.Parse, shared with the broker's config loader); a later
+// duplicate key wins.
 func ParseProperties(r io.Reader) (Properties, error) {
-	p := Properties{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var logical strings.Builder
-	for sc.Scan() {
-		line := strings.TrimLeft(sc.Text(), " \t\f")
-		if logical.Len() == 0 && (line == "" || line[0] == '#' || line[0] == '!') {
-			continue
-		}
-		// An odd number of trailing backslashes continues the line.
-		n := len(line) - len(strings.TrimRight(line, `\`))
-		if n%2 == 1 {
-			logical.WriteString(line[:len(line)-1])
-			continue
-		}
-		logical.WriteString(line)
-		k, v, err := splitProperty(logical.String())
-		logical.Reset()
-		if err != nil {
-			return nil, err
-		}
-		p[k] = v
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
 	}
-	if logical.Len() > 0 {
-		k, v, err := splitProperty(logical.String())
-		if err != nil {
-			return nil, err
-		}
-		p[k] = v
+	props, err := javaprops.Parse(b)
+	if err != nil {
+		return nil, err
 	}
-	return p, sc.Err()
-}
-
-// splitProperty splits a logical line at the first unescaped '=', ':' or
-// white space, then unescapes key and value.
-func splitProperty(line string) (key, value string, err error) {
-	i := 0
-	for ; i < len(line); i++ {
-		if line[i] == '\\' {
-			i++
-			continue
-		}
-		if strings.IndexByte("=: \t\f", line[i]) >= 0 {
-			break
-		}
-	}
-	key, rest := line[:min(i, len(line))], line[min(i, len(line)):]
-	rest = strings.TrimLeft(rest, " \t\f")
-	if rest != "" && (rest[0] == '=' || rest[0] == ':') {
-		rest = strings.TrimLeft(rest[1:], " \t\f")
-	}
-	if key, err = unescape(key); err != nil {
-		return "", "", err
-	}
-	if value, err = unescape(rest); err != nil {
-		return "", "", err
-	}
-	return key, value, nil
-}
-
-func unescape(s string) (string, error) {
-	if !strings.Contains(s, `\`) {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 == len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		switch c = s[i]; c {
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 'f':
-			b.WriteByte('\f')
-		case 'u':
-			if i+5 > len(s) {
-				return "", fmt.Errorf("malformed \\u escape in %q", s)
-			}
-			r, err := strconv.ParseUint(s[i+1:i+5], 16, 16)
-			if err != nil {
-				return "", fmt.Errorf("malformed \\u escape in %q", s)
-			}
-			b.WriteRune(rune(r))
-			i += 4
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), nil
+	return javaprops.Map(props), nil
 }
 
 // ProducerConfig is the producer side of Kafka's client configuration that

@@ -32,7 +32,7 @@ empty=
 	}, got)
 
 	_, err = ParseProperties(strings.NewReader(`k=\u00zz`))
-	require.ErrorContains(t, err, `malformed \u escape`)
+	require.ErrorContains(t, err, `malformed \uxxxx escape`)
 }
 
 func TestProducerConfigSet(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/qk-project/qk/broker/vfs"
+	"github.com/qk-project/qk/internal/javaprops"
 )
 
 // meta.properties versions.
@@ -94,11 +95,15 @@ func EncodeMetaProperties(mp MetaProperties, now time.Time) ([]byte, error) {
 // with keys in any order. Unknown keys are ignored, as Kafka ignores them.
 func DecodeMetaProperties(b []byte) (MetaProperties, error) {
 	const format = "meta.properties"
-	props := parseProperties(string(b))
 	var mp MetaProperties
 	fail := func(err error, detail string, args ...any) (MetaProperties, error) {
 		return MetaProperties{}, &CorruptError{Format: format, Err: err, Detail: fmt.Sprintf(detail, args...)}
 	}
+	parsed, err := javaprops.Parse(b)
+	if err != nil {
+		return fail(ErrMalformed, "%v", err)
+	}
+	props := javaprops.Map(parsed)
 	v, ok := props["version"]
 	if !ok {
 		return fail(ErrMalformed, "no version key")
@@ -131,108 +136,6 @@ func DecodeMetaProperties(b []byte) (MetaProperties, error) {
 	}
 	mp.DirectoryID = props["directory.id"]
 	return mp, nil
-}
-
-// parseProperties reads the java.util.Properties.load text format: "#" and
-// "!" comments, key and value split at the first unescaped "=", ":" or
-// white space, backslash escapes including \uXXXX, and lines continued by
-// a trailing odd run of backslashes. A later duplicate key wins, as in
-// Java.
-func parseProperties(s string) map[string]string {
-	props := map[string]string{}
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = strings.ReplaceAll(s, "\r", "\n")
-	lines := strings.Split(s, "\n")
-	for i := 0; i < len(lines); i++ {
-		line := strings.TrimLeft(lines[i], " \t\f")
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
-		}
-		// Join continuation lines; the continued line's leading white
-		// space is dropped.
-		for endsInEscape(line) && i+1 < len(lines) {
-			i++
-			line = line[:len(line)-1] + strings.TrimLeft(lines[i], " \t\f")
-		}
-		if endsInEscape(line) {
-			line = line[:len(line)-1]
-		}
-		// The key ends at the first unescaped separator.
-		end := len(line)
-		for j := 0; j < len(line); j++ {
-			c := line[j]
-			if c == '\\' {
-				j++
-				continue
-			}
-			if c == '=' || c == ':' || c == ' ' || c == '\t' || c == '\f' {
-				end = j
-				break
-			}
-		}
-		key := line[:end]
-		rest := strings.TrimLeft(line[end:], " \t\f")
-		if rest != "" && (rest[0] == '=' || rest[0] == ':') {
-			rest = strings.TrimLeft(rest[1:], " \t\f")
-		}
-		props[unescapeProperty(key)] = unescapeProperty(rest)
-	}
-	return props
-}
-
-// endsInEscape reports whether s ends in an odd number of backslashes.
-func endsInEscape(s string) bool {
-	n := 0
-	for n < len(s) && s[len(s)-1-n] == '\\' {
-		n++
-	}
-	return n%2 == 1
-}
-
-func unescapeProperty(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	var units []uint16 // pending \u escapes, joined so surrogate pairs decode
-	flush := func() {
-		if len(units) > 0 {
-			b.WriteString(string(utf16.Decode(units)))
-			units = units[:0]
-		}
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 == len(s) {
-			flush()
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		c = s[i]
-		if c == 'u' && i+4 < len(s) {
-			if u, err := strconv.ParseUint(s[i+1:i+5], 16, 16); err == nil {
-				units = append(units, uint16(u))
-				i += 4
-				continue
-			}
-		}
-		flush()
-		switch c {
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 'f':
-			b.WriteByte('\f')
-		default:
-			b.WriteByte(c)
-		}
-	}
-	flush()
-	return b.String()
 }
 
 // escapeProperty escapes s as Properties.store(OutputStream) does: the
