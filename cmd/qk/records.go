@@ -84,7 +84,7 @@ func newProduceCmd() *cobra.Command {
 		partition   int32
 	)
 	cmd := &cobra.Command{
-		Use:               "produce TOPIC",
+		Use:               "produce [TOPIC]",
 		Short:             "Produce records read from stdin, one per line",
 		ValidArgsFunction: p.completeTopics,
 		Long: `Produce records read from stdin, one per line.
@@ -99,9 +99,13 @@ With --format json each line is one JSON object, exactly what
    "key":"k","value":"v","headers":[{"key":"h","value":"x"}]}
 
 key, value and header values are strings; a null or absent key means no key;
-partition -1 or absent lets the partitioner choose (key hash); timestamp is
-milliseconds since the epoch (absent: now); offset is ignored; topic, if
-absent, is TOPIC.
+partition -1 or absent lets the partitioner choose (key hash), and -p
+overrides it; timestamp is milliseconds since the epoch (absent: now);
+offset is ignored. TOPIC, when given, names the topic of every record, as
+kcat's -t does: a record's "topic" field is then ignored, so a consumed
+topic can be copied into another. Without TOPIC each record goes to the
+topic its "topic" field names (with -f: its %t), and a record without one
+is an error.
 
 With -f LAYOUT each record is read with franz-go's record reader
 (kgo.RecordReader), kcat-like: %t topic, %k key, %v value, %p partition,
@@ -111,11 +115,23 @@ With -f LAYOUT each record is read with franz-go's record reader
 		Example: `  printf 'a\nb\n' | qk produce orders
   printf 'k1:v1\n' | qk produce orders -k : --acks all --compression zstd
   qk consume orders -o start -e --format json | qk produce orders-copy --format json
+  qk consume orders returns -o start -e --format json | qk produce --format json
   printf 'k1 1 h=x v1\n' | qk produce orders -f '%k %H %h{%k=%v }%v\n'`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := []kgo.Opt{kgo.DefaultProduceTopic(args[0]),
-				kgo.RecordPartitioner(recordPartitioner{kgo.StickyKeyPartitioner(nil)})}
+			var topic string
+			if len(args) == 1 {
+				topic = args[0]
+				if topic == "" {
+					return errors.New("TOPIC is empty")
+				}
+			} else if format != "json" && !cmd.Flags().Changed("layout") {
+				return errors.New("TOPIC is required, except with --format json or a -f layout with %t, where each record names its topic")
+			}
+			opts := []kgo.Opt{kgo.RecordPartitioner(recordPartitioner{kgo.StickyKeyPartitioner(nil)})}
+			if topic != "" {
+				opts = append(opts, kgo.DefaultProduceTopic(topic))
+			}
 			switch acks {
 			case "all", "-1":
 				opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -164,9 +180,9 @@ With -f LAYOUT each record is read with franz-go's record reader
 			}
 			defer c.Close()
 			if rr != nil {
-				return produceLayout(cmd.Context(), c.Kgo(), rr, args[0], partition)
+				return produceLayout(cmd.Context(), c.Kgo(), rr, topic, partition)
 			}
-			return produce(cmd.Context(), c.Kgo(), cmd.InOrStdin(), args[0], format, keySep, partition)
+			return produce(cmd.Context(), c.Kgo(), cmd.InOrStdin(), topic, format, keySep, partition)
 		},
 	}
 	p.conn.AddFlags(cmd.Flags())
@@ -191,7 +207,9 @@ func layoutConflict(cmd *cobra.Command, format string) error {
 	return nil
 }
 
-// produceLayout produces the records that rr reads until EOF.
+// produceLayout produces the records that rr reads until EOF. A non-empty
+// topic is every record's topic, whatever the layout's %t read; an empty
+// one leaves it to %t. partition ≥ 0 (-p) likewise overrides %p.
 func produceLayout(ctx context.Context, cl *kgo.Client, rr *kgo.RecordReader, topic string, partition int32) error {
 	var firstErr error
 	done := func(r *kgo.Record, err error) {
@@ -200,10 +218,13 @@ func produceLayout(ctx context.Context, cl *kgo.Client, rr *kgo.RecordReader, to
 		}
 	}
 	for n := 1; ; n++ {
-		r := &kgo.Record{Topic: topic, Partition: partition}
+		r := &kgo.Record{Partition: -1}
 		err := rr.ReadRecordInto(r)
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err == nil {
+			err = routeRecord(r, topic, partition)
 		}
 		if err != nil {
 			if ferr := cl.Flush(ctx); ferr != nil && firstErr == nil {
@@ -214,9 +235,6 @@ func produceLayout(ctx context.Context, cl *kgo.Client, rr *kgo.RecordReader, to
 			}
 			return fmt.Errorf("stdin record %d: %w", n, err)
 		}
-		if r.Topic == "" {
-			r.Topic = topic
-		}
 		cl.Produce(ctx, r, done)
 	}
 	if err := cl.Flush(ctx); err != nil && firstErr == nil {
@@ -225,6 +243,25 @@ func produceLayout(ctx context.Context, cl *kgo.Client, rr *kgo.RecordReader, to
 	return firstErr
 }
 
+// routeRecord settles the topic and partition of a record read with its
+// own (JSON fields or a layout's %t and %p): the TOPIC argument and -p win
+// over what the record says, so `qk consume a --format json | qk produce b
+// --format json` copies a into b. Without TOPIC the record must name one.
+func routeRecord(r *kgo.Record, topic string, partition int32) error {
+	if topic != "" {
+		r.Topic = topic
+	}
+	if r.Topic == "" {
+		return errors.New(`record names no topic: give TOPIC, or a "topic" field (-f: %t)`)
+	}
+	if partition >= 0 || r.Partition < 0 {
+		r.Partition = partition
+	}
+	return nil
+}
+
+// produce produces the records of in, one per line, in format (text or
+// json). topic is the TOPIC argument ("" only for json: each record's own).
 func produce(ctx context.Context, cl *kgo.Client, in io.Reader, topic, format, keySep string, partition int32) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
@@ -240,6 +277,7 @@ func produce(ctx context.Context, cl *kgo.Client, in io.Reader, topic, format, k
 	for sc.Scan() {
 		line++
 		r := &kgo.Record{Topic: topic, Partition: partition}
+		var err error
 		switch format {
 		case "json":
 			if strings.TrimSpace(sc.Text()) == "" {
@@ -251,10 +289,8 @@ func produce(ctx context.Context, cl *kgo.Client, in io.Reader, topic, format, k
 			if err := dec.Decode(&j); err != nil {
 				return fmt.Errorf("stdin line %d: %w", line, err)
 			}
-			if j.Topic != "" {
-				r.Topic = j.Topic
-			}
-			if j.Partition != nil && *j.Partition >= 0 {
+			r.Topic, r.Partition = j.Topic, -1
+			if j.Partition != nil {
 				r.Partition = *j.Partition
 			}
 			if j.Key != nil {
@@ -267,6 +303,7 @@ func produce(ctx context.Context, cl *kgo.Client, in io.Reader, topic, format, k
 			for _, h := range j.Headers {
 				r.Headers = append(r.Headers, kgo.RecordHeader{Key: h.Key, Value: []byte(h.Value)})
 			}
+			err = routeRecord(r, topic, partition)
 		default:
 			text := sc.Text()
 			if keySep != "" {
@@ -277,6 +314,15 @@ func produce(ctx context.Context, cl *kgo.Client, in io.Reader, topic, format, k
 				r.Key, text = []byte(k), v
 			}
 			r.Value = []byte(text)
+		}
+		if err != nil {
+			if ferr := cl.Flush(ctx); ferr != nil && firstErr == nil {
+				firstErr = ferr
+			}
+			if firstErr != nil {
+				return firstErr
+			}
+			return fmt.Errorf("stdin line %d: %w", line, err)
 		}
 		cl.Produce(ctx, r, done)
 	}
