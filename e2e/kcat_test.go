@@ -32,14 +32,15 @@ var codecs = []struct {
 // input line byte for byte.
 const kcatFormat = "%k:%s\n"
 
-// requireKcat skips the test when kcat is not installed: it is the one
-// non-Go Kafka client the tests use, and scripts/ensure-deps.sh (make
-// deps) installs it.
+// requireKcat fails the test when kcat is not installed: it is the one
+// non-Go Kafka client the tests use, and make test installs it
+// (scripts/ensure-deps.sh), so a missing kcat is a broken set-up, not a
+// reason to skip.
 func requireKcat(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("kcat")
 	if err != nil {
-		t.Skip("kcat not installed: run scripts/ensure-deps.sh (apt-get install kcat) to run the librdkafka tests")
+		t.Fatal("kcat not installed: make test installs it (scripts/ensure-deps.sh: apt-get install kcat)")
 	}
 	return p
 }

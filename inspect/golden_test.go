@@ -22,13 +22,14 @@ var update = flag.Bool("update", false, "rewrite testdata golden files")
 // fixturesRel is the shared Kafka fixture tree, relative to this package.
 const fixturesRel = "../testdata/fixtures"
 
-// fixturesDir returns the absolute fixture directory or skips the test.
+// fixturesDir returns the absolute fixture directory; a missing one fails
+// the test.
 func fixturesDir(t testing.TB) string {
 	t.Helper()
 	abs, err := filepath.Abs(fixturesRel)
 	require.NoError(t, err)
 	if _, err := os.Stat(abs); err != nil {
-		t.Skipf("fixtures not available: %v", err)
+		t.Fatalf("fixtures: %v (testdata/fixtures ships with the repository)", err)
 	}
 	return abs
 }

@@ -669,7 +669,7 @@ func TestCleanKafkaConsumerOffsets(t *testing.T) {
 		name := fmt.Sprintf("__consumer_offsets-%d", p)
 		from := filepath.Join(src, name)
 		if _, err := os.Stat(from); err != nil {
-			t.Skipf("fixture %s not present", from)
+			t.Fatalf("fixture %s is missing from testdata/fixtures", from)
 		}
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), name)

@@ -77,7 +77,7 @@ func copyFixtureDir(t *testing.T, rel string) string {
 	src := filepath.Join(fixtureDir, rel)
 	entries, err := os.ReadDir(src)
 	if errors.Is(err, os.ErrNotExist) {
-		t.Skipf("fixture %s not present", rel)
+		t.Fatalf("fixture %s is missing from testdata/fixtures, which ships with the repository", rel)
 	}
 	require.NoError(t, err)
 	dst := filepath.Join(t.TempDir(), filepath.Base(src))

@@ -29,7 +29,7 @@ func fixture(t testing.TB, rel string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtureDir, rel))
 	if errors.Is(err, os.ErrNotExist) {
-		t.Skipf("fixture %s not present", rel)
+		t.Fatalf("fixture %s is missing from testdata/fixtures, which ships with the repository", rel)
 	}
 	require.NoError(t, err)
 	return b

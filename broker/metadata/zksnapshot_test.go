@@ -9,8 +9,8 @@ import (
 )
 
 // fixtures holds files written by real Kafka and ZooKeeper (see
-// shared/reference/kafka-formats.md §8).
-const fixtures = "../../../shared/reference/fixtures"
+// testdata/fixtures/README.md), copied into the repository.
+const fixtures = "../../testdata/fixtures"
 
 // zkNode is one znode of a ZooKeeper snapshot.
 type zkNode struct {
@@ -32,7 +32,7 @@ func readZKSnapshot(t *testing.T, rel string) []zkNode {
 	path := filepath.Join(fixtures, rel)
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("fixture %s not available: %v", rel, err)
+		t.Fatalf("fixture %s: %v (testdata/fixtures ships with the repository)", rel, err)
 	}
 	r := &juteReader{b: b}
 	if magic := r.i32(); magic != 0x5a4b534e { // "ZKSN"

@@ -12,8 +12,8 @@ import (
 )
 
 // fixtureDir holds the Kafka-written fixtures shared by the qk engineers
-// (see its README.md); tests skip when it is not checked out next to the
-// repository.
+// (see its README.md), copied into the repository so that a missing
+// fixture fails a test instead of skipping it.
 const fixtureDir = "../../testdata/fixtures"
 
 // fixture reads a fixture file by its path under fixtureDir.
@@ -21,7 +21,7 @@ func fixture(t testing.TB, rel string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtureDir, rel))
 	if errors.Is(err, os.ErrNotExist) {
-		t.Skipf("fixture %s not present", rel)
+		t.Fatalf("fixture %s is missing from testdata/fixtures, which ships with the repository", rel)
 	}
 	require.NoError(t, err)
 	return b
@@ -34,7 +34,7 @@ func fixtureFiles(t testing.TB, pattern string) []string {
 	m, err := filepath.Glob(filepath.Join(fixtureDir, pattern))
 	require.NoError(t, err)
 	if len(m) == 0 {
-		t.Skipf("no fixtures match %s", pattern)
+		t.Fatalf("no fixtures match %s in testdata/fixtures", pattern)
 	}
 	for i := range m {
 		m[i], err = filepath.Rel(fixtureDir, m[i])

@@ -38,7 +38,7 @@ func runScripts(t *testing.T, kfake bool) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(fixtures); err != nil {
-		t.Skipf("fixtures not found: %v", err)
+		t.Fatalf("fixtures: %v (testdata/fixtures ships with the repository)", err)
 	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
