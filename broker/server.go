@@ -86,6 +86,10 @@ type Server struct {
 	fetches     *purgatory.Purgatory[purgatory.Key]
 	groups      *group.Coordinator
 	ready       atomic.Bool
+	// startEnded is closed when start-up ends, ready or not (Start failed, or
+	// Close came first): requests that arrived before wait for it.
+	startEnded chan struct{}
+	endStart   sync.Once
 
 	// hosted are the partitions the metadata gave this broker, for telling
 	// a deleted topic's logs (delete them) from stray ones (keep them).
@@ -116,7 +120,7 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 		return nil, log.ErrLogDirs
 	}
 	s := &Server{static: cfg, lg: o.lg.With("broker_id", cfg.BrokerID), now: o.clock, store: o.store,
-		hosted: map[log.TopicPartition][16]byte{}}
+		hosted: map[log.TopicPartition][16]byte{}, startEnded: make(chan struct{})}
 	s.cfg.Store(cfg)
 	for _, d := range cfg.LogDirs {
 		if err := vfs.MkdirAllSync(vfs.OS, d, 0o755); err != nil {
@@ -222,16 +226,31 @@ func (s *Server) Addrs() []net.Addr {
 	return s.net.Addrs()
 }
 
-// Handle serves a request once the broker is ready; before that it
-// closes the connection, and the client reconnects.
+// Handle serves a request once the broker is ready. The listeners are
+// bound before the logs are loaded (so the port is known and clients can
+// connect at once), and a request that arrives during start-up waits here,
+// as Apache Kafka's wait until it enables request processing: the handler
+// blocks, later requests queue behind it in the bounded request queue (and
+// then in the socket buffers), and each connection's requests are answered
+// in order once the broker is ready. Closing a connection instead would
+// make librdkafka give up ("all broker connections are down") and every
+// rolling restart fail the clients that reconnect first. Only when start-up
+// fails, or the broker is closed before it is ready, is the connection
+// closed.
 func (s *Server) Handle(r *network.Request) {
 	if !s.ready.Load() {
-		s.lg.Debug("closing connection: broker still starting", "api_key", r.ApiKey)
-		r.CloseConnection()
-		return
+		<-s.startEnded
+		if !s.ready.Load() {
+			s.lg.Debug("closing connection: broker did not start", "api_key", r.ApiKey)
+			r.CloseConnection()
+			return
+		}
 	}
 	s.api.Handle(r)
 }
+
+// endStartUp releases the requests waiting for start-up to end.
+func (s *Server) endStartUp() { s.endStart.Do(func() { close(s.startEnded) }) }
 
 // Start binds the listeners, registers the broker, opens the logs
 // (recovering them after an unclean shutdown), loads the metadata, takes
@@ -357,6 +376,7 @@ func (s *Server) Start() (err error) {
 	}
 	s.reportStray()
 	s.ready.Store(true)
+	s.endStartUp()
 	s.lg.Info("broker started", "cluster_id", s.clusterID, "controller", s.ctrl.IsActive(),
 		"addrs", fmt.Sprint(s.net.Addrs()), "partitions", len(s.replicas.Partitions()))
 	return nil
@@ -548,6 +568,12 @@ func (s *Server) Close(ctx context.Context) error {
 func (s *Server) shutdown(ctx context.Context) error {
 	s.closed = true
 	var errs []error
+	if !s.ready.Load() {
+		// Start failed or was cut short: the requests held for it are
+		// answered by closing their connections, before the network
+		// shutdown waits for the handlers holding them.
+		s.endStartUp()
+	}
 	if s.fetches != nil {
 		// Waiting fetches are answered now, later ones do not wait: the
 		// network server then has nothing long in flight to drain.

@@ -118,6 +118,25 @@ func (b *broker) restart() {
 
 // launch starts the process and waits until it is ready.
 func (b *broker) launch() error {
+	if err := b.spawn(); err != nil {
+		return err
+	}
+	if err := b.waitReady(readyTimeout); err != nil {
+		if b.running() {
+			b.killNow()
+		}
+		log := b.log()
+		if strings.Contains(log, "address already in use") {
+			return fmt.Errorf("%w: %v", errAddrInUse, err)
+		}
+		return fmt.Errorf("%v\nbroker log %s:\n%s", err, b.logPath, tail(log, 8<<10))
+	}
+	return nil
+}
+
+// spawn starts the broker process and returns at once, without waiting
+// for it to listen or be ready.
+func (b *broker) spawn() error {
 	b.starts++
 	b.logPath = filepath.Join(b.logDir, fmt.Sprintf("broker-%d.log", b.starts))
 	logf, err := os.Create(b.logPath)
@@ -148,17 +167,6 @@ func (b *broker) launch() error {
 		_ = cmd.Wait()
 		close(exited)
 	}(b.exited)
-
-	if err := b.waitReady(readyTimeout); err != nil {
-		if b.running() {
-			b.killNow()
-		}
-		log := b.log()
-		if strings.Contains(log, "address already in use") {
-			return fmt.Errorf("%w: %v", errAddrInUse, err)
-		}
-		return fmt.Errorf("%v\nbroker log %s:\n%s", err, b.logPath, tail(log, 8<<10))
-	}
 	return nil
 }
 
