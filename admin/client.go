@@ -37,6 +37,17 @@ type Options struct {
 	extra    []kgo.Opt // set by DialKgo
 }
 
+// The client commands' environment variables. qk broker start reads QK_
+// variables as broker settings (QK_LOG_DIRS is log.dirs) and is told to
+// leave these alone, so one shell can set both.
+const (
+	EnvBrokers = "QK_BROKERS"
+	EnvProfile = "QK_PROFILE"
+)
+
+// ClientEnv lists the environment variables the client commands read.
+var ClientEnv = []string{EnvBrokers, EnvProfile}
+
 // DefaultTimeout is used when neither --timeout nor a profile sets one.
 const DefaultTimeout = 10 * time.Second
 
@@ -48,13 +59,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.fs = fs
 	o.ConfigPath = ConfigPath()
 	def := DefaultBrokers
-	if env := os.Getenv("QK_BROKERS"); env != "" {
+	if env := os.Getenv(EnvBrokers); env != "" {
 		def = env
 	}
 	fs.StringSliceVarP(&o.Brokers, "brokers", "b", strings.Split(def, ","), "seed brokers host:port, comma separated (env QK_BROKERS)")
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "timeout of each request to the cluster")
 	fs.StringArrayVarP(&o.Settings, "client-set", "X", nil, "client setting key=value (client.id, dial.timeout, retries)")
-	fs.StringVar(&o.Profile, "profile", os.Getenv("QK_PROFILE"), "connection profile from $XDG_CONFIG_HOME/qk/qk.yaml (env QK_PROFILE; default: the file's current)")
+	fs.StringVar(&o.Profile, "profile", os.Getenv(EnvProfile), "connection profile from $XDG_CONFIG_HOME/qk/qk.yaml (env QK_PROFILE; default: the file's current)")
 }
 
 // Resolve applies the profile to the settings not given as flags (or, for
@@ -72,7 +83,7 @@ func (o *Options) Resolve() error {
 		return nil
 	}
 	changed := func(name string) bool { return o.fs != nil && o.fs.Changed(name) }
-	if len(p.Brokers) > 0 && !changed("brokers") && os.Getenv("QK_BROKERS") == "" {
+	if len(p.Brokers) > 0 && !changed("brokers") && os.Getenv(EnvBrokers) == "" {
 		o.Brokers = p.Brokers
 	}
 	// Only a default timeout gives way (completion sets its own).

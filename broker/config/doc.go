@@ -62,6 +62,9 @@
 // log.dirs, QK_NUM_IO_THREADS num.io.threads. Variables are matched
 // against the registry's names, not guessed back into dots: no Kafka
 // name contains '_', so the mapping is one-to-one (a test keeps it so).
+// The client commands' variables (QK_BROKERS, QK_PROFILE: LoadOptions'
+// ClientEnv) are skipped without a warning, so one shell can hold both;
+// cmd/qk's tests check that no broker setting maps onto one of them.
 //
 // # Validation
 //

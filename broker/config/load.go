@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +78,10 @@ type LoadOptions struct {
 	ConfigFile string
 	// Env is the environment in os.Environ form; only QK_ variables count.
 	Env []string
+	// ClientEnv names QK_ variables that belong to the client commands
+	// (QK_BROKERS, QK_PROFILE): they are not broker settings, and are
+	// neither applied nor warned about.
+	ClientEnv []string
 	// Sets are the --set overrides, "key=value" each, later ones winning.
 	Sets []string
 }
@@ -116,7 +121,7 @@ func Load(opts LoadOptions) (*Broker, []Warning, error) {
 		}
 	}
 
-	env, ew := envLayer(opts.Env)
+	env, ew := envLayer(opts.Env, opts.ClientEnv)
 	warns = append(warns, ew...)
 	for _, e := range env {
 		v.Set(e.name, e.value)
@@ -220,12 +225,12 @@ type envValue struct {
 // so this mapping is one-to-one and needs no guessing (a test keeps it so
 // as the registry grows). A QK_ variable that matches no setting is
 // reported as unknown under its guessed dotted name.
-func envLayer(environ []string) ([]envValue, []Warning) {
+func envLayer(environ, clientEnv []string) ([]envValue, []Warning) {
 	var out []envValue
 	var warns []Warning
 	for _, kv := range environ {
 		k, val, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(k, envPrefix) || len(k) == len(envPrefix) {
+		if !ok || !strings.HasPrefix(k, envPrefix) || len(k) == len(envPrefix) || slices.Contains(clientEnv, k) {
 			continue
 		}
 		src := Source{Kind: SourceEnv, Name: k}

@@ -189,10 +189,13 @@ func TestEnvMapping(t *testing.T) {
 			warns: []Warning{{Key: "log.format", Source: Source{Kind: SourceEnv, Name: "QK_LOG_FORMAT"}, Message: "unknown key, ignored"}}},
 		{name: "lower case suffix is not a name", env: []string{"QK_num_io_threads=3"}, key: "num.io.threads", want: "8",
 			warns: []Warning{{Key: "num.io.threads", Source: Source{Kind: SourceEnv, Name: "QK_num_io_threads"}, Message: "unknown key, ignored"}}},
+		// The client commands' variables, set in the same shell, are not
+		// broker settings: no warning, no effect.
+		{name: "client variables", env: []string{"QK_BROKERS=127.0.0.1:9092", "QK_PROFILE=prod", "QK_NUM_IO_THREADS=6"}, key: "num.io.threads", want: "6"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, warns, err := Load(LoadOptions{Env: tt.env})
+			b, warns, err := Load(LoadOptions{Env: tt.env, ClientEnv: []string{"QK_BROKERS", "QK_PROFILE"}})
 			require.NoError(t, err)
 			require.Equal(t, tt.warns, warns)
 			got, _, _ := b.Value(tt.key)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/qk-project/qk/admin"
 	"github.com/qk-project/qk/broker"
 	"github.com/qk-project/qk/broker/config"
 )
@@ -52,8 +53,8 @@ unchanged. With no flags: broker id 0, listener PLAINTEXT://127.0.0.1:9092, data
 
 Settings use Kafka's property names. Sources, later ones winning: defaults, --config
 FILE (Kafka's server.properties syntax, or YAML for .yaml/.yml), QK_ environment
-variables (QK_LOG_DIRS for log.dirs), then --set key=value. Unknown keys are warned
-about; an invalid value stops start-up with a message naming the key, the value and
+variables (QK_LOG_DIRS for log.dirs; QK_BROKERS and QK_PROFILE belong to the client
+commands and are ignored here), then --set key=value. Unknown keys are warned about; an invalid value stops start-up with a message naming the key, the value and
 what is allowed.
 
 SIGINT or SIGTERM stops the broker cleanly: it stops accepting connections, answers
@@ -75,7 +76,7 @@ clean-shutdown marker, and exits with status 0.`,
 			if logFormat != "text" && logFormat != "json" {
 				return fmt.Errorf("invalid --log-format %q: want text or json", logFormat)
 			}
-			cfg, warns, err := config.Load(config.LoadOptions{ConfigFile: file, Env: os.Environ(), Sets: sets})
+			cfg, warns, err := config.Load(config.LoadOptions{ConfigFile: file, Env: os.Environ(), ClientEnv: admin.ClientEnv, Sets: sets})
 			if err != nil {
 				return err
 			}

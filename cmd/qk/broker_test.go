@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qk-project/qk/admin"
+	"github.com/qk-project/qk/broker/config"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,6 +30,24 @@ func TestBrokerBadValue(t *testing.T) {
 	require.ErrorContains(t, err, "num.io.threads=abc")
 	_, _, err = runQK(t, "broker", "start", "--log-format", "xml")
 	require.ErrorContains(t, err, `invalid --log-format "xml"`)
+}
+
+// TestBrokerIgnoresClientEnv: QK_BROKERS and QK_PROFILE, which the client
+// commands read, are set in the shell that starts the broker too; the
+// broker must neither warn about them as unknown settings nor take them
+// as any setting, while its own QK_ variables still apply.
+func TestBrokerIgnoresClientEnv(t *testing.T) {
+	t.Setenv("QK_BROKERS", "10.0.0.1:9092")
+	t.Setenv("QK_PROFILE", "prod")
+	t.Setenv("QK_NUM_IO_THREADS", "3")
+	out, stderr, err := runQK(t, "broker", "start", "--print-config")
+	require.NoError(t, err)
+	require.Empty(t, stderr)
+	require.Contains(t, out, "num.io.threads=3 (env QK_NUM_IO_THREADS)\n")
+	require.NotContains(t, out, "10.0.0.1")
+	for _, k := range config.BrokerKeys() {
+		require.NotContains(t, admin.ClientEnv, config.EnvName(k.Name), "broker setting %s collides with a client variable", k.Name)
+	}
 }
 
 // syncBuffer is a bytes.Buffer safe for the broker's log goroutines.
