@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -271,6 +272,9 @@ func (s *Server) Start() (err error) {
 		}
 	}()
 
+	if err := s.checkDescriptors(); err != nil {
+		return err
+	}
 	ls := make([]network.Listener, len(cfg.Listeners))
 	for i, l := range cfg.Listeners {
 		ls[i] = network.Listener{Name: l.Name, Host: l.Host, Port: l.Port}
@@ -335,7 +339,8 @@ func (s *Server) Start() (err error) {
 		},
 	})
 	s.cache = controller.NewCache(controller.CacheConfig{Store: s.store, Logger: s.lg, OnChange: s.onMetadataChange})
-	s.ctrl = controller.New(controller.Config{BrokerID: cfg.BrokerID, Store: s.store, Cache: s.cache, Logger: s.lg, Clock: s.now})
+	s.ctrl = controller.New(controller.Config{BrokerID: cfg.BrokerID, Store: s.store, Cache: s.cache, Logger: s.lg, Clock: s.now,
+		CanHost: s.canHost})
 	s.fetches = purgatory.New[purgatory.Key]("fetch", purgatory.WithLogger(s.lg))
 	s.groups = group.NewCoordinator(group.CoordinatorConfig{
 		Replicas:   s.replicas,
@@ -514,10 +519,7 @@ func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 		}
 	}
 	if len(states) > 0 {
-		for tp, err := range s.replicas.ApplyLeaderAndISR(states) {
-			s.lg.Error("partition not hosted", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-			delete(s.hosted, tp)
-		}
+		s.reportUnhosted(s.replicas.ApplyLeaderAndISR(states))
 	}
 	s.updateCoordinator(new)
 }
@@ -538,6 +540,50 @@ func (s *Server) updateCoordinator(snap *controller.Snapshot) {
 			continue
 		}
 		s.groups.OnResign(p)
+	}
+}
+
+// reportUnhosted forgets the partitions that could not be hosted (so the
+// next metadata change tries them again) and logs them: one line per
+// partition up to a few, then one line with the count and each distinct
+// cause, so that 5,000 partitions failing on one cause (too many open
+// files) make a readable log.
+func (s *Server) reportUnhosted(errs map[log.TopicPartition]error) {
+	if len(errs) == 0 {
+		return
+	}
+	const each = 5
+	tps := slices.SortedFunc(maps.Keys(errs), func(a, b log.TopicPartition) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition - b.Partition)
+	})
+	causes := map[string]int{}
+	for i, tp := range tps {
+		delete(s.hosted, tp)
+		err := errs[tp]
+		if i < each {
+			s.lg.Error("partition not hosted", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		}
+		causes[rootCause(err)]++
+	}
+	if len(tps) > each {
+		for cause, n := range causes {
+			s.lg.Error("partitions not hosted", "count", n, "of", len(tps), "cause", cause)
+		}
+	}
+}
+
+// rootCause is the innermost error's text: "too many open files" rather
+// than the path of each partition that hit it.
+func rootCause(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
 	}
 }
 

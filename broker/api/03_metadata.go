@@ -1,6 +1,8 @@
 package api
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -20,7 +22,9 @@ import (
 //   complete, since qk creates it synchronously. Invalid names get
 //   INVALID_TOPIC_EXCEPTION, others UNKNOWN_TOPIC_OR_PARTITION
 // * Partitions: leader (LEADER_NOT_AVAILABLE and -1 when the leader is not
-//   live), leader epoch, replicas, ISR, offline replicas
+//   live), leader epoch, replicas, ISR, offline replicas (a live broker is
+//   one where the partition's log could not be opened on it: this broker,
+//   whose partition then has KAFKA_STORAGE_ERROR if it leads it)
 // * Authorized operations: -2147483648 unless asked for; when asked, all
 //   operations, since qk has no authorizer
 //
@@ -58,7 +62,7 @@ func (h *Handler) handleMetadata(c *call) {
 	all := req.Topics == nil || (c.version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, name := range snap.TopicNames() {
-			resp.Topics = append(resp.Topics, metadataTopic(snap, snap.Topics[name], includeOps))
+			resp.Topics = append(resp.Topics, h.metadataTopic(snap, snap.Topics[name], includeOps))
 		}
 		c.respond(resp)
 		return
@@ -79,7 +83,7 @@ func (h *Handler) handleMetadata(c *call) {
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
-			resp.Topics = append(resp.Topics, metadataTopic(snap, t, includeOps))
+			resp.Topics = append(resp.Topics, h.metadataTopic(snap, t, includeOps))
 			continue
 		}
 		name := *rt.Topic
@@ -113,7 +117,7 @@ func (h *Handler) handleMetadata(c *call) {
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(snap, t, includeOps))
+		resp.Topics = append(resp.Topics, h.metadataTopic(snap, t, includeOps))
 	}
 	c.respond(resp)
 }
@@ -140,7 +144,18 @@ func (h *Handler) brokerList(snap *controller.Snapshot, listener string) []kmsg.
 
 var noReplicas = []int32{}
 
-func metadataTopic(snap *controller.Snapshot, t *controller.Topic, includeOps bool) kmsg.MetadataResponseTopic {
+// metadataTopic describes t, with this broker among a partition's
+// offline replicas, and KAFKA_STORAGE_ERROR as the partition's error when
+// it leads it, where the partition's log could not be opened here.
+func (h *Handler) metadataTopic(snap *controller.Snapshot, t *controller.Topic, includeOps bool) kmsg.MetadataResponseTopic {
+	var offline func(string, int32) bool
+	if h.cfg.Replicas != nil {
+		offline = h.cfg.Replicas.Offline
+	}
+	return metadataTopic(snap, t, includeOps, h.cfg.BrokerID, offline)
+}
+
+func metadataTopic(snap *controller.Snapshot, t *controller.Topic, includeOps bool, self int32, offline func(string, int32) bool) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -162,7 +177,7 @@ func metadataTopic(snap *controller.Snapshot, t *controller.Topic, includeOps bo
 			mp.ISR = noReplicas
 		}
 		for i, r := range p.Replicas {
-			if _, live := snap.Brokers[r]; !live {
+			if _, live := snap.Brokers[r]; !live || (r == self && offline != nil && offline(t.Name, p.Partition)) {
 				if len(mp.OfflineReplicas) == 0 {
 					mp.OfflineReplicas = make([]int32, 0, len(p.Replicas)-i)
 				}
@@ -172,6 +187,8 @@ func metadataTopic(snap *controller.Snapshot, t *controller.Topic, includeOps bo
 		if _, live := snap.Brokers[p.Leader]; p.Leader == metadata.NoLeader || !live {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 			mp.Leader = -1
+		} else if p.Leader == self && slices.Contains(mp.OfflineReplicas, self) {
+			mp.ErrorCode = kerr.KafkaStorageError.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -68,6 +69,31 @@ func (h *Handler) handleCreateTopics(c *call) {
 	c.respond(resp)
 }
 
+// offlineHere reports the partitions of a topic just created (or grown)
+// whose logs could not be created on this broker: the request fails with
+// KAFKA_STORAGE_ERROR and the cause, and the partitions are offline, so
+// that no partition is taken for served that is not.
+func (h *Handler) offlineHere(t *controller.Topic) error {
+	if t == nil {
+		return nil
+	}
+	var n int
+	var first error
+	for _, p := range t.Partitions {
+		if !slices.Contains(p.Replicas, h.cfg.BrokerID) || !h.cfg.Replicas.Offline(t.Name, p.Partition) {
+			continue
+		}
+		if n++; first == nil {
+			_, first = h.cfg.Replicas.Partition(t.Name, p.Partition)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("topic %s was created, but %d of its %d partitions are offline on broker %d (first: %w)",
+		t.Name, n, len(t.Partitions), h.cfg.BrokerID, first)
+}
+
 type createdTopic struct {
 	id                [16]byte
 	partitions        int32
@@ -119,6 +145,9 @@ func (h *Handler) createTopic(ctx context.Context, c *call, rt kmsg.CreateTopics
 	}
 	t, err := h.cfg.Controller.CreateTopic(ctx, spec, validateOnly)
 	if err != nil {
+		return createdTopic{}, err
+	}
+	if err := h.offlineHere(t); err != nil {
 		return createdTopic{}, err
 	}
 	out := createdTopic{partitions: spec.NumPartitions, replicationFactor: spec.ReplicationFactor, config: spec.Config}

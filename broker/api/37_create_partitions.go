@@ -44,6 +44,9 @@ func (h *Handler) handleCreatePartitions(c *call) {
 				}
 			}
 			err = h.cfg.Controller.CreatePartitions(ctx, t.Topic, t.Count, assignment, req.ValidateOnly)
+			if err == nil && !req.ValidateOnly {
+				err = h.offlineHere(h.cfg.Cache.Snapshot().Topics[t.Topic])
+			}
 		}
 		if err != nil {
 			st.ErrorCode = errorCode(err)

@@ -266,7 +266,7 @@ func BenchmarkMetadata10kPartitions(b *testing.B) {
 	for b.Loop() {
 		resp := kmsg.NewPtrMetadataResponse()
 		resp.Version = 12
-		resp.Topics = append(resp.Topics, metadataTopic(snap, t, false))
+		resp.Topics = append(resp.Topics, metadataTopic(snap, t, false, -1, nil))
 		buf = resp.AppendTo(buf[:0])
 	}
 	b.SetBytes(int64(len(buf)))

@@ -44,6 +44,13 @@ type Config struct {
 	Cache    *Cache
 	Logger   *slog.Logger
 	Clock    func() time.Time
+	// CanHost, if set, is asked before a topic or partitions are created
+	// whether this broker can host n more replicas (it has the file
+	// descriptors for their logs); an error refuses the request before
+	// anything is written, so no partition is left in the metadata that
+	// the broker cannot serve. Other brokers' replicas are not checked:
+	// they do not report their limits.
+	CanHost func(n int) error
 }
 
 // Controller is this broker's controller role: it competes for
@@ -55,9 +62,10 @@ type Controller struct {
 	lg    *slog.Logger
 	now   func() time.Time
 
-	mu     sync.Mutex // serialises topic changes
-	active atomic.Bool
-	epoch  atomic.Int32
+	mu      sync.Mutex // serialises topic changes
+	canHost func(n int) error
+	active  atomic.Bool
+	epoch   atomic.Int32
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -73,7 +81,7 @@ func New(cfg Config) *Controller {
 		cfg.Clock = time.Now
 	}
 	c := &Controller{id: cfg.BrokerID, store: cfg.Store, cache: cfg.Cache, now: cfg.Clock,
-		lg: cfg.Logger.With("component", "controller")}
+		lg: cfg.Logger.With("component", "controller"), canHost: cfg.CanHost}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }
@@ -235,6 +243,9 @@ func (c *Controller) CreateTopic(ctx context.Context, spec TopicSpec, validateOn
 	} else if err := checkAssignment(assignment, 0, live); err != nil {
 		return nil, err
 	}
+	if err := c.checkCapacity(assignment, 0); err != nil {
+		return nil, err
+	}
 	if validateOnly {
 		return nil, nil
 	}
@@ -264,6 +275,24 @@ func (c *Controller) CreateTopic(ctx context.Context, spec TopicSpec, validateOn
 		return nil, err
 	}
 	return c.cache.Snapshot().Topics[spec.Name], nil
+}
+
+// checkCapacity asks CanHost about the replicas of partitions from..len-1
+// that are assigned to this broker.
+func (c *Controller) checkCapacity(assignment map[int32][]int32, from int32) error {
+	if c.canHost == nil {
+		return nil
+	}
+	n := 0
+	for p := from; p < int32(len(assignment)); p++ {
+		if slices.Contains(assignment[p], c.id) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return c.canHost(n)
 }
 
 // newPartitionOps creates the nodes and states of partitions from..len-1.
@@ -323,6 +352,9 @@ func (c *Controller) CreatePartitions(ctx context.Context, topic string, total i
 			return err
 		}
 		maps.Copy(full, AssignReplicas(live, cur, int(total-cur), rf))
+	}
+	if err := c.checkCapacity(full, cur); err != nil {
+		return err
 	}
 	if validateOnly {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/log"
@@ -38,7 +39,18 @@ var (
 	ErrUnknownLeaderEpoch = errors.New("replica: unknown leader epoch")
 	// ErrStaleEpoch: a LeaderAndISR state older than what is applied.
 	ErrStaleEpoch = errors.New("replica: stale leader epoch")
+	// ErrOffline: the metadata gives this broker the partition, but its
+	// log could not be opened or created (KAFKA_STORAGE_ERROR, as for a
+	// partition on a failed log dir in Kafka).
+	ErrOffline = errors.New("replica: partition offline")
 )
+
+// createLogWorkers bounds the logs ApplyLeaderAndISR creates at once.
+// Creating a log is mostly waiting for fsyncs (the new directory, its
+// partition.metadata); concurrent fsyncs share the file system's journal
+// commits, so a topic of thousands of partitions is created several times
+// faster than one log after the other.
+const createLogWorkers = 16
 
 // PartitionState is the controller's decision for one partition, as in
 // Kafka's LeaderAndIsr request.
@@ -75,6 +87,11 @@ type Manager struct {
 
 	mu         sync.RWMutex
 	partitions map[log.TopicPartition]*Partition
+	// offline are the partitions whose log could not be opened or
+	// created, and why; hasOffline says whether there are any, so that
+	// Metadata for 10,000 partitions looks nothing up in the common case.
+	offline    map[log.TopicPartition]error
+	hasOffline atomic.Bool
 }
 
 // New returns an empty Manager.
@@ -92,21 +109,48 @@ func New(cfg Config) *Manager {
 		cfg:        cfg,
 		lg:         cfg.Logger.With("component", "replica"),
 		partitions: map[log.TopicPartition]*Partition{},
+		offline:    map[log.TopicPartition]error{},
 	}
 }
 
 // BrokerID is the id of this broker.
 func (m *Manager) BrokerID() int32 { return m.cfg.BrokerID }
 
-// Partition returns a hosted partition, or ErrUnknownTopicOrPartition.
+// Partition returns a hosted partition, ErrOffline (wrapped with the
+// cause) for one whose log could not be opened, or
+// ErrUnknownTopicOrPartition.
 func (m *Manager) Partition(topic string, partition int32) (*Partition, error) {
+	tp := log.TopicPartition{Topic: topic, Partition: partition}
 	m.mu.RLock()
-	p, ok := m.partitions[log.TopicPartition{Topic: topic, Partition: partition}]
+	p, ok := m.partitions[tp]
+	cause := m.offline[tp]
 	m.mu.RUnlock()
 	if !ok {
+		if cause != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrOffline, tp, cause)
+		}
 		return nil, ErrUnknownTopicOrPartition
 	}
 	return p, nil
+}
+
+// Offline reports whether the partition is given to this broker but its
+// log could not be opened or created.
+func (m *Manager) Offline(topic string, partition int32) bool {
+	if !m.hasOffline.Load() {
+		return false
+	}
+	m.mu.RLock()
+	_, off := m.offline[log.TopicPartition{Topic: topic, Partition: partition}]
+	m.mu.RUnlock()
+	return off
+}
+
+// OfflineCount is the number of offline partitions.
+func (m *Manager) OfflineCount() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.offline)
 }
 
 // Partitions returns every hosted partition, by topic then partition.
@@ -128,39 +172,70 @@ func (m *Manager) Partitions() []*Partition {
 // checks their topic ids and makes this broker leader where the state
 // says so. Following another leader is not implemented yet: such a
 // partition's log is opened but serves no requests. The returned map
-// holds the partitions that failed and why.
+// holds the partitions that failed and why; a partition whose log could
+// not be opened or created is offline (ErrOffline) until a later call
+// opens it. Calls are serialised by the caller (the metadata cache's
+// change hook), as Kafka's LeaderAndIsr requests are.
 func (m *Manager) ApplyLeaderAndISR(states []PartitionState) map[log.TopicPartition]error {
 	errs := map[log.TopicPartition]error{}
-	for _, st := range states {
+	// The logs of new partitions first, several at once, without m.mu:
+	// readers of other partitions go on meanwhile.
+	m.mu.RLock()
+	var create []int
+	for i, st := range states {
+		if _, ok := m.partitions[log.TopicPartition{Topic: st.Topic, Partition: st.Partition}]; !ok {
+			create = append(create, i)
+		}
+	}
+	m.mu.RUnlock()
+	logs := make([]*log.Log, len(states))
+	failed := make([]error, len(states))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(createLogWorkers, len(create)) {
+		wg.Go(func() {
+			for i := range jobs {
+				st := states[i]
+				l, err := m.cfg.Logs.CreateLog(st.Topic, st.Partition, m.LogConfig(st.Config))
+				if err == nil {
+					err = m.checkTopicID(l, st.TopicID)
+				}
+				logs[i], failed[i] = l, err
+			}
+		})
+	}
+	for _, i := range create {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+
+	for i, st := range states {
 		tp := log.TopicPartition{Topic: st.Topic, Partition: st.Partition}
-		if err := m.apply(st); err != nil {
-			m.lg.Error("cannot apply partition state", "topic", st.Topic, "partition", st.Partition,
+		err := failed[i]
+		m.mu.Lock()
+		p, ok := m.partitions[tp]
+		if !ok && err == nil {
+			p = &Partition{m: m, topic: st.Topic, index: st.Partition, log: logs[i], leaderEpoch: -1, leader: -1}
+			m.partitions[tp] = p
+		}
+		if err != nil && !errors.Is(err, ErrInconsistentTopicID) {
+			m.offline[tp] = err
+		} else {
+			delete(m.offline, tp)
+		}
+		m.hasOffline.Store(len(m.offline) > 0)
+		m.mu.Unlock()
+		if err == nil {
+			err = p.makeLeaderOrFollower(st)
+		}
+		if err != nil {
+			m.lg.Debug("cannot apply partition state", "topic", st.Topic, "partition", st.Partition,
 				"leader_epoch", st.LeaderEpoch, "err", err)
 			errs[tp] = err
 		}
 	}
 	return errs
-}
-
-func (m *Manager) apply(st PartitionState) error {
-	tp := log.TopicPartition{Topic: st.Topic, Partition: st.Partition}
-	m.mu.Lock()
-	p, ok := m.partitions[tp]
-	if !ok {
-		l, err := m.cfg.Logs.CreateLog(st.Topic, st.Partition, m.LogConfig(st.Config))
-		if err != nil {
-			m.mu.Unlock()
-			return err
-		}
-		if err := m.checkTopicID(l, st.TopicID); err != nil {
-			m.mu.Unlock()
-			return err
-		}
-		p = &Partition{m: m, topic: st.Topic, index: st.Partition, log: l, leaderEpoch: -1, leader: -1}
-		m.partitions[tp] = p
-	}
-	m.mu.Unlock()
-	return p.makeLeaderOrFollower(st)
 }
 
 // checkTopicID compares the partition.metadata of l with id, writing it
@@ -207,6 +282,8 @@ func (m *Manager) StopReplica(topic string, partition int32, deleteLog bool) err
 	m.mu.Lock()
 	_, ok := m.partitions[tp]
 	delete(m.partitions, tp)
+	delete(m.offline, tp)
+	m.hasOffline.Store(len(m.offline) > 0)
 	m.mu.Unlock()
 	if !ok && !deleteLog {
 		return nil
