@@ -56,7 +56,7 @@ func sizeName(n int) string { return fmt.Sprintf("size=%dKiB", n>>10) }
 // (CRC-32C), assign offsets, roll check, write, index.
 func BenchmarkAppend(b *testing.B) {
 	for _, size := range benchSizes {
-		b.Run(sizeName(size), func(b *testing.B) { benchAppend(b, size) })
+		b.Run(sizeName(size), func(b *testing.B) { benchAppend(b, size, 0) })
 	}
 }
 
@@ -72,10 +72,25 @@ const (
 	benchSegmentsKept = 4
 )
 
-func benchAppend(b *testing.B, size int) {
+// BenchmarkAppendFsync is BenchmarkAppend with flush.messages=1: every
+// Append fsyncs its segment's .log and indexes before it returns (no group
+// commit: one appender), so it measures the per-flush cost of the files a
+// segment keeps, not only the disk's fsync latency.
+func BenchmarkAppendFsync(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(sizeName(size), func(b *testing.B) { benchAppend(b, size, 1) })
+	}
+}
+
+// benchAppend appends batches of size bytes with the given flush.messages
+// (0 keeps Kafka's default, no flush by count).
+func benchAppend(b *testing.B, size int, flushMessages int64) {
 	batch := benchBatch(b, size)
 	warmUp(b, batch)
 	cfg := DefaultConfig()
+	if flushMessages > 0 {
+		cfg.FlushMessages = flushMessages
+	}
 	cfg.SegmentBytes = benchSegmentBytes
 	cfg.RetentionBytes = benchSegmentsKept * benchSegmentBytes
 	cfg.FileDeleteDelayMs = 0

@@ -5,6 +5,11 @@ import (
 	"fmt"
 )
 
+type pendingDelete struct {
+	seg *Segment
+	at  int64 // ms
+}
+
 // DeleteRecordsBefore raises the log start offset to offset (the
 // DeleteRecords API) and returns the new log start offset. offset may not
 // exceed the high watermark (ErrAboveHighWatermark). Whole segments below
