@@ -335,6 +335,12 @@ func (l *Log) segmentConfig() segmentConfig {
 }
 
 func (l *Log) persistEpochs(entries []EpochEntry) error {
+	if len(entries) == 0 && !l.exists(l.dir+"/"+checkpoint.LeaderEpochFile) {
+		// A missing checkpoint reads as an empty one: a new log need not
+		// pay two fsyncs (file and directory) to write that it has no
+		// epochs yet.
+		return nil
+	}
 	if err := checkpoint.WriteLeaderEpochs(l.fsys, l.dir, entries); err != nil {
 		return fmt.Errorf("write leader epochs of %s: %w", l.dir, err)
 	}

@@ -85,7 +85,11 @@ type Manager struct {
 	mu     sync.RWMutex
 	logs   map[TopicPartition]*Log
 	dirOf  map[TopicPartition]string // the log dir holding each partition
-	closed bool
+	perDir map[string]int            // partitions per log dir (dirOf counted)
+	// creating are the logs CreateLog is opening outside mu; a second
+	// CreateLog of the same partition waits for the channel to close.
+	creating map[TopicPartition]chan struct{}
+	closed   bool
 
 	// lastWritten remembers each checkpoint file's last content so that
 	// unchanged checkpoints are not rewritten.
@@ -117,6 +121,8 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		now:         cfg.Clock,
 		logs:        map[TopicPartition]*Log{},
 		dirOf:       map[TopicPartition]string{},
+		perDir:      map[string]int{},
+		creating:    map[TopicPartition]chan struct{}{},
 		lastWritten: map[string]map[TopicPartition]int64{},
 		stop:        make(chan struct{}),
 	}
@@ -227,7 +233,7 @@ func (m *Manager) loadDir(dir string) error {
 						errs = append(errs, fmt.Errorf("partition %s is in log dirs %s and %s", tp, other, dir))
 						l.closeWithoutFlush()
 					} else {
-						m.logs[tp], m.dirOf[tp] = l, dir
+						m.put(tp, l, dir)
 					}
 					m.mu.Unlock()
 				}
@@ -316,36 +322,70 @@ func validTopic(t string) bool {
 	return true
 }
 
+// put adds a log under m.mu.
+func (m *Manager) put(tp TopicPartition, l *Log, dir string) {
+	m.logs[tp], m.dirOf[tp] = l, dir
+	m.perDir[dir]++
+}
+
 // CreateLog returns the partition's log, creating it (with cfg) in the log
-// dir that holds the fewest partitions if it does not exist yet.
+// dir that holds the fewest partitions if it does not exist yet. The log
+// is opened without m.mu held, so several partitions are created at once
+// (their fsyncs overlap) and readers of the partition map do not wait for
+// a creation; a second call for a partition being created waits for the
+// first.
 func (m *Manager) CreateLog(topic string, partition int32, cfg Config) (*Log, error) {
 	if !validTopic(topic) || partition < 0 {
 		return nil, fmt.Errorf("create log %s-%d: %w", topic, partition, ErrBadTopic)
 	}
 	tp := TopicPartition{Topic: topic, Partition: partition}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, ErrClosed
-	}
-	if l, ok := m.logs[tp]; ok {
-		return l, nil
-	}
-	counts := map[string]int{}
-	for _, d := range m.dirOf {
-		counts[d]++
+	for {
+		if m.closed {
+			m.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if l, ok := m.logs[tp]; ok {
+			m.mu.Unlock()
+			return l, nil
+		}
+		wait, busy := m.creating[tp]
+		if !busy {
+			break
+		}
+		m.mu.Unlock()
+		<-wait
+		m.mu.Lock()
 	}
 	dir := m.cfg.LogDirs[0]
 	for _, d := range m.cfg.LogDirs[1:] {
-		if counts[d] < counts[dir] {
+		if m.perDir[d] < m.perDir[dir] {
 			dir = d
 		}
 	}
+	done := make(chan struct{})
+	m.creating[tp] = done
+	m.perDir[dir]++ // reserved, so concurrent creations spread over the dirs
+	m.mu.Unlock()
+
 	l, err := Open(dir+"/"+tp.String(), cfg, WithFS(m.fsys), WithLogger(m.lg), WithClock(m.now), WithCleanShutdown(true))
-	if err != nil {
-		return nil, fmt.Errorf("create log %s: %w", tp, err)
+
+	m.mu.Lock()
+	delete(m.creating, tp)
+	close(done)
+	m.perDir[dir]--
+	closed := m.closed
+	if err == nil && !closed {
+		m.put(tp, l, dir)
 	}
-	m.logs[tp], m.dirOf[tp] = l, dir
+	m.mu.Unlock()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("create log %s: %w", tp, err)
+	case closed:
+		l.closeWithoutFlush()
+		return nil, ErrClosed
+	}
 	m.lg.Info("created log", "topic", topic, "partition", partition, "dir", dir)
 	return l, nil
 }
@@ -363,6 +403,9 @@ func (m *Manager) DeleteLog(topic string, partition int32) error {
 	m.mu.Lock()
 	l, ok := m.logs[tp]
 	dir := m.dirOf[tp]
+	if ok {
+		m.perDir[dir]--
+	}
 	delete(m.logs, tp)
 	delete(m.dirOf, tp)
 	closing := m.closed
@@ -396,7 +439,7 @@ func (m *Manager) DeleteLog(topic string, partition int32) error {
 		m.mu.Lock()
 		if _, again := m.logs[tp]; !again && !m.closed {
 			l.resume(snaps)
-			m.logs[tp], m.dirOf[tp] = l, dir
+			m.put(tp, l, dir)
 			l = nil
 		}
 		m.mu.Unlock()
