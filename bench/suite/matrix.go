@@ -29,7 +29,7 @@ const (
 	secProduce    = "Produce"
 	secConsume    = "Consume"
 	secLatency    = "Latency at a fixed 10k records/s"
-	secPartitions = "100 partitions"
+	secPartitions = "100 and 1,000 partitions"
 	secFsync      = "fsync per batch"
 )
 
@@ -45,6 +45,7 @@ const (
 	rowLatency100      = "latency 100 B 10k/s"
 	rowLatency1K       = "latency 1 KiB 10k/s"
 	rowPartitions1K    = "produce 1 KiB 100 partitions"
+	rowPartitions1K1k  = "produce 1 KiB 1000 partitions"
 	rowFlushMessages1K = "produce 1 KiB flush.messages=1"
 )
 
@@ -117,6 +118,11 @@ func matrix(quick bool) []row {
 	}
 	r := base(secPartitions, rowPartitions1K, produceLoad, 1<<10, n1k)
 	r.partitions = 100
+	rows = append(rows, r)
+	// Broker CPU per GiB as partitions grow (one producer: batches get
+	// smaller, requests carry more partitions).
+	r = base(secPartitions, rowPartitions1K1k, produceLoad, 1<<10, n1k)
+	r.partitions = 1000
 	rows = append(rows, r)
 	// No ceiling: the blackhole stores nothing, so it has nothing to sync.
 	r = base(secFsync, rowFlushMessages1K, produceLoad, 1<<10, n1k)

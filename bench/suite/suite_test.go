@@ -299,8 +299,8 @@ func TestSelectRows(t *testing.T) {
 func TestMatrix(t *testing.T) {
 	for _, quick := range []bool{false, true} {
 		rows := matrix(quick)
-		// 8 produce, 4 consume, 2 latency, partitions, fsync.
-		require.Len(t, rows, 16)
+		// 8 produce, 4 consume, 2 latency, 2 partitions, fsync.
+		require.Len(t, rows, 17)
 		names := map[string]bool{}
 		perSection := map[string]int{}
 		for _, r := range rows {
@@ -310,7 +310,7 @@ func TestMatrix(t *testing.T) {
 			require.Positive(t, r.records)
 			require.Equal(t, roleQK, r.roles[0], "qk runs first in every row")
 		}
-		require.Equal(t, map[string]int{secProduce: 8, secConsume: 4, secLatency: 2, secPartitions: 1, secFsync: 1}, perSection)
+		require.Equal(t, map[string]int{secProduce: 8, secConsume: 4, secLatency: 2, secPartitions: 2, secFsync: 1}, perSection)
 	}
 	full := matrix(false)
 	require.Equal(t, 2_000_000, full[0].records, "100 B × 2M")
@@ -322,6 +322,7 @@ func TestMatrix(t *testing.T) {
 	require.Equal(t, 10_000, byName[rowLatency1K].rate)
 	require.Equal(t, "0ms", byName[rowLatency1K].linger)
 	require.Equal(t, 100, byName[rowPartitions1K].partitions)
+	require.Equal(t, 1000, byName[rowPartitions1K1k].partitions)
 	require.True(t, byName[rowFlushMessages1K].fsync)
 }
 
