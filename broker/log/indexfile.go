@@ -34,6 +34,16 @@ const indexPendingBytes = 4096
 // since its last fsync (gen, syncedGen). The file's name is kept up to
 // date across renames (rename, renameToDeleted, the cleaner's
 // renameSegmentFiles), since every operation opens it by name.
+//
+// What an fsync through a fresh descriptor cannot report is a write-back
+// error of an inode that was evicted from memory while no descriptor held
+// it (Kafka's mmap holds the file). For an index the lost page reads as
+// zeros on disk (the file's blocks are fresh: preallocated, re-extended
+// after a cut, or new), which ends its entries early at the next load:
+// offset lookups still find the same batches (scanning more of the .log),
+// but a short time index understates the segment's largest timestamp.
+// That takes a write-back error and the inode's eviction, both before the
+// next flush of the index.
 type indexFile struct {
 	fsys         vfs.FS
 	path         string
@@ -286,7 +296,8 @@ func (f indexFlush) needed() bool {
 // are only changed under flushMu). An fsync through a fresh descriptor
 // covers the writes made through earlier ones: on Linux it writes back
 // the inode's dirty pages, and since 4.16 reports a write-back error that
-// no descriptor has seen yet (errseq).
+// no descriptor has seen yet (errseq). A failure fails the log (the
+// caller's), so claimed entries that were not written are not given back.
 func (f indexFlush) run() error {
 	if !f.needed() {
 		return nil
