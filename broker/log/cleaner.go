@@ -463,7 +463,6 @@ func (l *Log) createCleaned(base int64) (*Segment, error) {
 	}
 	tidx, err := openTimeIndex(l.fsys, FileName(l.dir, base, TimeIndexSuffix+CleanedSuffix), base, sc.maxIndexSize, false)
 	if err != nil {
-		idx.x.close(false)
 		fl.Close()
 		return nil, err
 	}
@@ -474,17 +473,16 @@ func (l *Log) createCleaned(base int64) (*Segment, error) {
 }
 
 // renameSegmentFiles renames the cleaner's files of s from suffix+from to
-// suffix+to (the .log last) and points s at the new names.
+// suffix+to (the .log last) and points s at each new name as soon as its
+// file is renamed (the indexes open their files by name).
 func (l *Log) renameSegmentFiles(s *Segment, from, to string) error {
 	for _, suf := range []string{IndexSuffix, TimeIndexSuffix, LogSuffix} {
 		src, dst := FileName(l.dir, s.baseOffset, suf+from), FileName(l.dir, s.baseOffset, suf+to)
 		if err := l.fsys.Rename(src, dst); err != nil {
 			return fmt.Errorf("clean %s: rename %s: %w", l.dir, src, err)
 		}
+		s.setFileName(suf, dst)
 	}
-	s.logPath = FileName(l.dir, s.baseOffset, LogSuffix+to)
-	s.index.x.path = FileName(l.dir, s.baseOffset, IndexSuffix+to)
-	s.timeIndex.x.path = FileName(l.dir, s.baseOffset, TimeIndexSuffix+to)
 	return nil
 }
 

@@ -396,6 +396,60 @@ func TestCorruptIndexIsRebuiltLazily(t *testing.T) {
 	require.Equal(t, want, readAll(t, mem, path))
 }
 
+// TestFlushMakesIndexesDurable: a flush writes an index's buffered entries
+// and fsyncs the file through a descriptor it opens for that (the index
+// keeps none), and the fsync covers the entries written out earlier
+// through other descriptors (every 4 KiB, and by a roll's trim): after a
+// crash the flushed segments' index files hold every entry, byte for
+// byte, while entries appended after the flush are not durable.
+func TestFlushMakesIndexesDurable(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := crashConfig()
+	cfg.SegmentBytes = 1 << 20
+	cfg.MaxIndexSize = 1 << 16
+	cfg.IndexIntervalBytes = 0 // an entry per batch: several 4 KiB write-outs
+	l, err := Open(crashDir, cfg, WithFS(mem), WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	defer l.Close()
+	for i := range 1200 {
+		_, err := l.Append(makeBatch(t, 1, int64(1000+i), 10), 0)
+		require.NoError(t, err)
+	}
+	_, err = l.roll(l.LogEndOffset(), "test")
+	require.NoError(t, err)
+	for i := range 10 {
+		_, err := l.Append(makeBatch(t, 1, int64(3000+i), 10), 0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Flush(l.LogEndOffset()))
+	_, err = l.Append(makeBatch(t, 1, 4000, 10), 0)
+	require.NoError(t, err)
+
+	crash := mem.CrashClone()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	require.Len(t, l.segments, 2)
+	for i, s := range l.segments {
+		want := s.index.x.mem
+		if i == 1 {
+			want = want[:len(want)-OffsetIndexEntrySize] // appended after the flush
+		}
+		require.Greater(t, len(want), 0)
+		got := readAll(t, crash, FileName(crashDir, s.baseOffset, IndexSuffix))
+		require.GreaterOrEqual(t, len(got), len(want))
+		require.Equal(t, want, got[:len(want)], "durable .index of segment %d", s.baseOffset)
+		require.Equal(t, make([]byte, len(got)-len(want)), got[len(want):], "nothing durable after the flushed entries")
+		wantTime := s.timeIndex.x.mem
+		if i == 1 {
+			wantTime = wantTime[:len(wantTime)-TimeIndexEntrySize]
+		}
+		gotTime := readAll(t, crash, FileName(crashDir, s.baseOffset, TimeIndexSuffix))
+		require.GreaterOrEqual(t, len(gotTime), len(wantTime))
+		require.Equal(t, wantTime, gotTime[:len(wantTime)], "durable .timeindex of segment %d", s.baseOffset)
+	}
+	require.Len(t, l.segments[0].index.x.mem, 1200*OffsetIndexEntrySize-OffsetIndexEntrySize, "one entry per batch but the first")
+}
+
 // TestFailedWriteLeavesRecoverableLog: an append whose write fails (after
 // writing part of the batch) fails the log; a reopen recovers the batches
 // before it.

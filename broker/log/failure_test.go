@@ -339,3 +339,50 @@ func TestCleanedLogWithGapsReopensUnclean(t *testing.T) {
 	require.Zero(t, l2.RecoveryStats().DeletedSegments)
 	require.NoError(t, l.Close())
 }
+
+// TestFailedIndexFlushFailsLog: an index holds no descriptor, so a flush
+// opens each changed index file, writes its buffered entries and fsyncs
+// it (outside the log's lock). A failure at any of those steps fails the
+// log as a failed .log write or fsync does: the recovery point stays,
+// writes and flushes are refused, Close reports it.
+func TestFailedIndexFlushFailsLog(t *testing.T) {
+	for _, tc := range []struct {
+		op     vfs.Op
+		suffix string
+	}{
+		{vfs.OpOpen, IndexSuffix},
+		{vfs.OpWrite, IndexSuffix},
+		{vfs.OpSync, IndexSuffix},
+		{vfs.OpOpen, TimeIndexSuffix},
+		{vfs.OpWrite, TimeIndexSuffix},
+		{vfs.OpSync, TimeIndexSuffix},
+	} {
+		t.Run(tc.op.String()+tc.suffix, func(t *testing.T) {
+			mem := vfs.NewMem()
+			faulty := vfs.NewFaulty(mem, nil)
+			l, err := Open(crashDir, crashConfig(), WithFS(faulty), WithLogger(testLogger(t)))
+			require.NoError(t, err)
+			for i := range 5 {
+				_, err := l.Append(makeBatch(t, 5, int64(1000*i), 100), 0)
+				require.NoError(t, err)
+			}
+			require.Positive(t, l.active().index.Entries())
+			require.Positive(t, l.active().timeIndex.Entries())
+			faulty.SetInjector(vfs.FailPath(tc.op, tc.suffix, nil))
+			err = l.Flush(l.LogEndOffset())
+			require.ErrorIs(t, err, vfs.ErrInjected)
+			faulty.SetInjector(nil)
+			require.ErrorIs(t, l.Failed(), vfs.ErrInjected)
+			require.Zero(t, l.RecoveryPoint())
+			require.ErrorIs(t, l.Flush(l.LogEndOffset()), ErrFailed)
+			_, err = l.Append(makeBatch(t, 1, 9000, 100), 0)
+			require.ErrorIs(t, err, ErrFailed)
+			require.ErrorIs(t, l.Close(), ErrFailed)
+
+			l2, err := Open(crashDir, crashConfig(), WithFS(mem.CrashClone()), WithLogger(testLogger(t)))
+			require.NoError(t, err)
+			require.Equal(t, int64(25), l2.LogEndOffset(), "recovery keeps what the .log holds")
+			require.NoError(t, l2.Close())
+		})
+	}
+}

@@ -118,20 +118,19 @@ func (l *Log) flushFiles(upTo int64) error {
 	}
 	clear(l.rolledUnsynced)
 	l.rolledUnsynced = l.rolledUnsynced[:0]
-	// A failure fails the log (see Flush): the snapshots are dropped and
-	// the recovery point is not raised.
+	// The index entries buffered so far are claimed here and written by
+	// syncFiles, with their fsync, without the lock.
+	var planBuf [4]segmentSync
+	plans := planBuf[:0]
 	for _, s := range segs {
-		if err := s.writePendingIndexes(); err != nil {
-			err = fmt.Errorf("flush %s: %w", l.dir, err)
-			l.fail(err)
-			l.mu.Unlock()
-			return err
-		}
+		plans = append(plans, s.claimIndexFlushes())
 	}
 	l.mu.Unlock()
 
-	for _, s := range segs {
-		if err := s.syncFiles(); err != nil {
+	// A failure fails the log (see Flush): the snapshots are dropped and
+	// the recovery point is not raised.
+	for i, s := range segs {
+		if err := s.syncFiles(plans[i]); err != nil {
 			err = fmt.Errorf("flush %s: %w", l.dir, err)
 			l.mu.Lock()
 			l.fail(err)

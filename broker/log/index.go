@@ -13,7 +13,9 @@ import (
 // .log as int32), strictly increasing in offset. While the segment is active
 // the file is preallocated to the configured maximum size; it is trimmed to
 // its entries when the segment rolls or closes. The entries are also held in
-// memory, so lookups never touch the file.
+// memory, so lookups never touch the file, and no descriptor is kept: the
+// file is opened for each write-out, resize or flush and closed after it
+// (indexfile.go).
 //
 // An OffsetIndex is not safe for concurrent mutation; the owning Log
 // serialises writers, and readers run only while no writer does.
@@ -41,13 +43,11 @@ func openOffsetIndex(fsys vfs.FS, path string, baseOffset, maxIndexSize int64, l
 	if raw != nil {
 		n, err := parseOffsetIndex(path, raw)
 		if err != nil {
-			x.close(false)
 			return nil, err
 		}
 		x.setLoaded(raw, n)
 	}
 	if load && x.fileSize%OffsetIndexEntrySize != 0 {
-		x.close(false)
 		return nil, &CorruptError{Path: path, Offset: x.fileSize, Err: ErrCorruptIndex,
 			Reason: fmt.Sprintf("index file size %d is not a multiple of %d", x.fileSize, OffsetIndexEntrySize)}
 	}
@@ -223,5 +223,6 @@ func (idx *OffsetIndex) SanityCheck() error {
 // Flush writes buffered entries and fsyncs the file.
 func (idx *OffsetIndex) Flush() error { return idx.x.flush() }
 
-// Close trims the file to its entries and closes it.
+// Close trims the file to its entries. The index keeps no descriptor, so
+// there is nothing else to close.
 func (idx *OffsetIndex) Close() error { return idx.x.close(true) }

@@ -65,6 +65,13 @@ type segmentConfig struct {
 // Segment is one .log file with its offset and time indexes. Offsets in it
 // are ≥ its base offset and below the next segment's.
 //
+// A live segment holds exactly one file descriptor, its open .log, active
+// or not, as in Kafka: the indexes keep their entries in memory and open
+// their files only for the write-out, resize or flush at hand
+// (indexfile.go), so a broker with many partitions or segments does not
+// run out of descriptors. A deleted segment's .log stays open until
+// file.delete.delay.ms has passed and no FileRegion holds it.
+//
 // A Segment does no locking of its own for mutations: the Log calls every
 // mutating method with its write lock held and the read methods with at
 // least its read lock. The one exception is index loading, which is lazy (a
@@ -169,7 +176,6 @@ func (s *Segment) openIndexes(load bool) error {
 	}
 	tidx, err := openTimeIndex(s.fsys, FileName(s.dir, s.baseOffset, TimeIndexSuffix), s.baseOffset, s.cfg.maxIndexSize, load)
 	if err != nil {
-		idx.x.close(false)
 		return err
 	}
 	s.index, s.timeIndex = idx, tidx
@@ -204,8 +210,6 @@ func (s *Segment) ensureLoaded() error {
 	if err == nil {
 		err = s.checkIndexesAgainstLog()
 		if err != nil {
-			s.index.x.close(false)
-			s.timeIndex.x.close(false)
 			s.index, s.timeIndex = nil, nil
 		}
 	}
@@ -655,61 +659,75 @@ func (s *Segment) resizeIndexesToMax() error {
 }
 
 // flush writes buffered index entries and fsyncs the .log and (if
-// loaded) both indexes. The caller holds the log's write lock.
+// loaded) both indexes. The caller holds the log's write lock and flushMu
+// (or owns the segment, as the cleaner does).
 func (s *Segment) flush() error {
-	if err := s.writePendingIndexes(); err != nil {
-		return err
-	}
-	return s.syncFiles()
+	return s.syncFiles(s.claimIndexFlushes())
 }
 
-// writePendingIndexes writes buffered index entries to the index files.
-// The caller holds the log's write lock.
-func (s *Segment) writePendingIndexes() error {
-	if !s.loaded.Load() {
-		return nil
-	}
-	if err := s.index.x.writePending(); err != nil {
-		return err
-	}
-	return s.timeIndex.x.writePending()
+// segmentSync is what syncFiles writes and fsyncs besides the .log, taken
+// by claimIndexFlushes under the log's write lock, so that syncFiles,
+// which runs without it, reads no state that appends change.
+type segmentSync struct {
+	indexes   bool // the indexes were loaded
+	index     indexFlush
+	timeIndex indexFlush
 }
 
-// syncFiles fsyncs the .log and the index files without touching any
-// in-memory state, so the Log can run it without its lock while appends
-// continue (entries buffered after writePendingIndexes are above the
-// flushed offset and not needed for it).
-func (s *Segment) syncFiles() error {
+// claimIndexFlushes claims the buffered index entries for syncFiles to
+// write and returns what it must fsync. The caller holds the log's write
+// lock and flushMu, and calls syncFiles before releasing flushMu.
+func (s *Segment) claimIndexFlushes() segmentSync {
 	if !s.loaded.Load() {
+		return segmentSync{}
+	}
+	return segmentSync{indexes: true, index: s.index.x.claimFlush(), timeIndex: s.timeIndex.x.claimFlush()}
+}
+
+// syncFiles fsyncs the .log and writes and fsyncs the index files (each
+// through a descriptor opened for it, unless it did not change since its
+// last fsync), without touching any state that appends use, so the Log
+// can run it without its lock while appends continue (entries buffered
+// after claimIndexFlushes are above the flushed offset and not needed
+// for it). The caller holds flushMu, which keeps the files' names and
+// the claimed entries stable.
+func (s *Segment) syncFiles(p segmentSync) error {
+	if !p.indexes {
 		if err := s.log.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", s.logPath, err)
 		}
 		return nil
 	}
-	// The three fsyncs run at once: each waits for the disk (and perhaps
-	// a journal commit), so in series they add up, and with
+	// The fsyncs run at once: each waits for the disk (and perhaps a
+	// journal commit), so in series they add up, and with
 	// flush.messages=1 every produce acknowledgement waits for them. The
-	// recovery point moves only after all three succeed, so their order
-	// does not matter.
+	// recovery point moves only after all succeed, so their order does
+	// not matter. The indexes' opens and writes hide behind the .log's
+	// fsync too.
 	var idxErr, timeErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { idxErr = s.index.x.f.Sync() })
-	wg.Go(func() { timeErr = s.timeIndex.x.f.Sync() })
+	if p.index.needed() {
+		wg.Go(func() { idxErr = p.index.run() })
+	}
+	if p.timeIndex.needed() {
+		wg.Go(func() { timeErr = p.timeIndex.run() })
+	}
 	logErr := s.log.Sync()
 	wg.Wait()
 	switch {
 	case logErr != nil:
 		return fmt.Errorf("sync %s: %w", s.logPath, logErr)
 	case idxErr != nil:
-		return fmt.Errorf("sync %s: %w", s.index.x.path, idxErr)
+		return idxErr
 	case timeErr != nil:
-		return fmt.Errorf("sync %s: %w", s.timeIndex.x.path, timeErr)
+		return timeErr
 	}
 	return nil
 }
 
-// close appends the final time-index entry, trims and closes the indexes
-// and closes the .log. It does not fsync; the Log flushes first.
+// close appends the final time-index entry, trims the indexes (they hold
+// no descriptor) and closes the .log. It does not fsync; the Log flushes
+// first.
 func (s *Segment) close() error {
 	var errs []error
 	if s.loaded.Load() {
@@ -748,12 +766,9 @@ func (s *Segment) closeLog() error {
 	return nil
 }
 
-// closeHandles closes every file without writing anything.
+// closeHandles closes the .log (the one descriptor a segment holds)
+// without writing anything.
 func (s *Segment) closeHandles() {
-	if s.index != nil {
-		s.index.x.f.Close()
-		s.timeIndex.x.f.Close()
-	}
 	s.closeLog()
 }
 
@@ -761,21 +776,36 @@ func (s *Segment) closeHandles() {
 var segmentFiles = []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix}
 
 // renameToDeleted renames every file of the segment to <name>.deleted, the
-// first step of Kafka's asynchronous delete. Open handles keep working, so
-// in-flight reads of the region survive until the files are removed.
+// first step of Kafka's asynchronous delete. The open .log keeps working,
+// so in-flight reads of the region survive until the files are removed.
+// Each name is updated as soon as its file is renamed: the indexes open
+// their files by name.
 func (s *Segment) renameToDeleted() error {
 	for _, suf := range segmentFiles {
 		from := FileName(s.dir, s.baseOffset, suf)
 		if err := s.fsys.Rename(from, from+DeletedSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("rename %s for deletion: %w", from, err)
 		}
-	}
-	s.logPath = FileName(s.dir, s.baseOffset, LogSuffix+DeletedSuffix)
-	if s.index != nil {
-		s.index.x.path = FileName(s.dir, s.baseOffset, IndexSuffix+DeletedSuffix)
-		s.timeIndex.x.path = FileName(s.dir, s.baseOffset, TimeIndexSuffix+DeletedSuffix)
+		s.setFileName(suf, from+DeletedSuffix)
 	}
 	return nil
+}
+
+// setFileName records that the segment's file with suffix suf is now at
+// path.
+func (s *Segment) setFileName(suf, path string) {
+	switch suf {
+	case LogSuffix:
+		s.logPath = path
+	case IndexSuffix:
+		if s.index != nil {
+			s.index.x.path = path
+		}
+	case TimeIndexSuffix:
+		if s.timeIndex != nil {
+			s.timeIndex.x.path = path
+		}
+	}
 }
 
 // removeFiles closes the handles and removes the segment's files (with the

@@ -35,13 +35,11 @@ func openTimeIndex(fsys vfs.FS, path string, baseOffset, maxIndexSize int64, loa
 	if raw != nil {
 		n, err := parseTimeIndex(path, raw)
 		if err != nil {
-			x.close(false)
 			return nil, err
 		}
 		x.setLoaded(raw, n)
 	}
 	if load && x.fileSize%TimeIndexEntrySize != 0 {
-		x.close(false)
 		return nil, &CorruptError{Path: path, Offset: x.fileSize, Err: ErrCorruptIndex,
 			Reason: fmt.Sprintf("time index file size %d is not a multiple of %d", x.fileSize, TimeIndexEntrySize)}
 	}
@@ -211,5 +209,6 @@ func (idx *TimeIndex) SanityCheck() error {
 // Flush writes buffered entries and fsyncs the file.
 func (idx *TimeIndex) Flush() error { return idx.x.flush() }
 
-// Close trims the file to its entries and closes it.
+// Close trims the file to its entries. The index keeps no descriptor, so
+// there is nothing else to close.
 func (idx *TimeIndex) Close() error { return idx.x.close(true) }
