@@ -272,7 +272,12 @@ func (c *Controller) CreateTopic(ctx context.Context, spec TopicSpec, validateOn
 	}
 	c.lg.Info("created topic", "topic", spec.Name, "partitions", len(assignment), "topic_id", metadata.FormatUUID(id))
 	if err := c.cache.Sync(ctx); err != nil {
-		return nil, err
+		// The topic exists; what did not finish in time is setting up its
+		// partitions here, which goes on (a client that retries gets
+		// TOPIC_ALREADY_EXISTS, and Metadata shows the partitions as they
+		// come). Say so, rather than the store call the deadline cut.
+		return nil, fmt.Errorf("topic %s was created, but its %d partitions were not all set up within the request's timeout (they still are being): %w",
+			spec.Name, len(assignment), err)
 	}
 	return c.cache.Snapshot().Topics[spec.Name], nil
 }

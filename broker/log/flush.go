@@ -90,7 +90,8 @@ func (l *Log) flushFiles(upTo int64) error {
 	upTo = min(upTo, l.logEndOffset)
 	gen := l.dirGen
 	needDirSync := gen != l.syncedDirGen
-	if upTo <= l.recoveryPoint && !needDirSync && len(l.rolledUnsynced) == 0 && len(l.pendingSnaps) == 0 {
+	created := l.createdUnsynced
+	if upTo <= l.recoveryPoint && !needDirSync && !created && len(l.rolledUnsynced) == 0 && len(l.pendingSnaps) == 0 {
 		l.mu.Unlock()
 		return nil
 	}
@@ -128,7 +129,18 @@ func (l *Log) flushFiles(upTo int64) error {
 	l.mu.Unlock()
 
 	// A failure fails the log (see Flush): the snapshots are dropped and
-	// the recovery point is not raised.
+	// the recovery point is not raised. A new log's directory is made
+	// durable first, so that the files synced below cannot be lost with
+	// it.
+	if created {
+		if err := l.syncCreation(); err != nil {
+			err = fmt.Errorf("flush %s: %w", l.dir, err)
+			l.mu.Lock()
+			l.fail(err)
+			l.mu.Unlock()
+			return err
+		}
+	}
 	for i, s := range segs {
 		if err := s.syncFiles(plans[i]); err != nil {
 			err = fmt.Errorf("flush %s: %w", l.dir, err)
@@ -151,6 +163,9 @@ func (l *Log) flushFiles(upTo int64) error {
 
 	l.mu.Lock()
 	l.syncedDirGen = max(l.syncedDirGen, gen)
+	if created {
+		l.createdUnsynced = false
+	}
 	if upTo > l.recoveryPoint {
 		l.recoveryPoint = min(upTo, l.logEndOffset)
 	}

@@ -1,10 +1,13 @@
 package log
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -228,12 +231,21 @@ type Log struct {
 	lastFlushMs    int64
 	dirGen         uint64 // bumped when files are created, renamed or removed
 	syncedDirGen   uint64
-	epochs         *LeaderEpochCache
-	pending        []pendingDelete
-	failed         error // set when a write left the log in an unknown state
-	closed         bool
-	flushTarget    int64 // the async flusher flushes up to here
-	flusherRunning bool
+	// createdUnsynced says Open created the partition directory and
+	// nothing has made the creation durable yet: the next flush fsyncs
+	// partition.metadata, the directory and its parent (the log dir)
+	// before it counts anything as flushed. Creating a partition so costs
+	// no fsync in the request that creates it (10,000 partitions were 30,000
+	// fsyncs), and nothing is lost: until its first flush a log holds
+	// nothing durable, and a partition whose directory a crash took is
+	// created again, empty, at the next start.
+	createdUnsynced bool
+	epochs          *LeaderEpochCache
+	pending         []pendingDelete
+	failed          error // set when a write left the log in an unknown state
+	closed          bool
+	flushTarget     int64 // the async flusher flushes up to here
+	flusherRunning  bool
 	// flushWaiters are AppendAsync callers waiting for their offsets to
 	// be flushed (flush.messages): group commit.
 	flushWaiters []flushWaiter
@@ -309,7 +321,18 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 
 		firstDirtyOffset: o.cleanerOffset,
 	}
-	if err := vfs.MkdirAllSync(l.fsys, dir, 0o755); err != nil {
+	if _, err := l.fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		// The log dir itself is made durably; the partition directory's
+		// creation is synced by the first flush (createdUnsynced).
+		if err := vfs.MkdirAllSync(l.fsys, filepath.Dir(dir), 0o755); err != nil {
+			return nil, fmt.Errorf("open log %s: %w", dir, err)
+		}
+		if err := l.fsys.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("open log %s: %w", dir, err)
+		}
+		l.createdUnsynced = true
+		l.dirGen++
+	} else if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
 	err := l.load(o)
@@ -332,6 +355,67 @@ func (l *Log) segmentConfig() segmentConfig {
 		sc.rollJitterMs = rand.Int64N(j)
 	}
 	return sc
+}
+
+// WritePartitionMetadata writes the partition.metadata file (Kafka's
+// topic id of the partition). For a log created by this process and not
+// flushed yet it is written without an fsync: the log's first flush syncs
+// it with the directory. Otherwise it is replaced durably (temp, fsync,
+// rename, directory fsync).
+func (l *Log) WritePartitionMetadata(topicID [16]byte) error {
+	// flushMu: a flush running now must not sync the creation before this
+	// write and then count it as durable.
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.createdUnsynced {
+		return checkpoint.WritePartitionMetadata(l.fsys, l.dir, topicID)
+	}
+	b, err := checkpoint.EncodePartitionMetadata(topicID)
+	if err != nil {
+		return err
+	}
+	path := l.dir + "/" + checkpoint.PartitionMetadataFile
+	f, err := l.fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	l.dirGen++
+	return nil
+}
+
+// syncCreation makes a new log's directory durable: partition.metadata,
+// the directory (by the caller's dir sync) and the log dir holding it.
+func (l *Log) syncCreation() error {
+	path := l.dir + "/" + checkpoint.PartitionMetadataFile
+	f, err := l.fsys.OpenFile(path, os.O_RDWR, 0)
+	switch {
+	case err == nil:
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := l.fsys.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("sync dir %s: %w", l.dir, err)
+	}
+	if err := l.fsys.SyncDir(filepath.Dir(l.dir)); err != nil {
+		return fmt.Errorf("sync dir %s: %w", filepath.Dir(l.dir), err)
+	}
+	return nil
 }
 
 func (l *Log) persistEpochs(entries []EpochEntry) error {

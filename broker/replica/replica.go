@@ -251,7 +251,7 @@ func (m *Manager) checkTopicID(l *log.Log, id [16]byte) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, checkpoint.ErrNoTopicID):
-		return checkpoint.WritePartitionMetadata(m.cfg.FS, l.Dir(), id)
+		return l.WritePartitionMetadata(id)
 	}
 	return err
 }
