@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qk-project/qk/broker/vfs"
+	"github.com/qk-project/qk/internal/javaprops"
 )
 
 // fixtures holds files written by real Kafka brokers (see its README.md).
@@ -176,7 +177,7 @@ func TestFixtureMetaProperties(t *testing.T) {
 			if strings.Join(keys, ",") != "broker.id,version,cluster.id" {
 				t.Skipf("key order %v differs from qk's", keys)
 			}
-			when, err := time.Parse(javaDateLayout, strings.TrimPrefix(lines[1], "#"))
+			when, err := time.Parse(javaprops.DateLayout, strings.TrimPrefix(lines[1], "#"))
 			require.NoError(t, err)
 			enc, err := EncodeMetaProperties(mp, when)
 			require.NoError(t, err)
