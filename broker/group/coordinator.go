@@ -109,17 +109,10 @@ func (c *Coordinator) unloadLocked(id string, e *entry) {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
+	// The members' callbacks are deferJoin/deferSync wrappers: calling
+	// them here, under mu, queues the answers for the caller's unlock.
 	for _, m := range e.g.members {
-		if m.joinCB != nil {
-			cb := m.joinCB
-			m.joinCB = nil
-			c.outbox = append(c.outbox, func() { cb(JoinResult{Err: kerr.NotCoordinator, MemberID: m.ID, Generation: -1}) })
-		}
-		if m.syncCB != nil {
-			cb := m.syncCB
-			m.syncCB = nil
-			c.outbox = append(c.outbox, func() { cb(SyncResult{Err: kerr.NotCoordinator}) })
-		}
+		m.failWaiting(kerr.NotCoordinator)
 	}
 	delete(c.groups, id)
 }
