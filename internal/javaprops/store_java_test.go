@@ -77,11 +77,7 @@ func TestStoreMatchesJava(t *testing.T) {
 
 	props, err := Parse(javaOut)
 	require.NoError(t, err)
-	want := map[string]string{}
-	for _, c := range storeCases {
-		want[c.key] = c.value
-	}
-	require.Equal(t, want, Map(props))
+	require.Equal(t, storeMap(), Map(props))
 
 	comments := AppendComments(nil, javaComments)
 	require.True(t, bytes.HasPrefix(javaOut, comments), "Java's header %q does not start with %q", javaOut, comments)

@@ -42,6 +42,15 @@ func storeProps() []Property {
 	return props
 }
 
+// storeMap is storeCases as the map a reader should build.
+func storeMap() map[string]string {
+	m := map[string]string{}
+	for _, c := range storeCases {
+		m[c.key] = c.value
+	}
+	return m
+}
+
 func TestStoreRoundTrip(t *testing.T) {
 	for _, c := range storeCases {
 		t.Run(c.name, func(t *testing.T) {
@@ -59,11 +68,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	b = AppendProperties(b, storeProps())
 	props, err := Parse(b)
 	require.NoError(t, err)
-	want := map[string]string{}
-	for _, c := range storeCases {
-		want[c.key] = c.value
-	}
-	require.Equal(t, want, Map(props))
+	require.Equal(t, storeMap(), Map(props))
 }
 
 func TestAppendPropertiesBytes(t *testing.T) {
