@@ -121,28 +121,43 @@ func (c *Client) alterConfigsState(ctx context.Context, r Resource, set map[stri
 		v := state[k]
 		acs = append(acs, kadm.AlterConfig{Name: k, Value: &v})
 	}
-	var resp kadm.AlterConfigsResponses
-	switch {
-	case r.Topic != "" && dryRun:
-		resp, err = c.Client.ValidateAlterTopicConfigsState(ctx, acs, r.Topic)
-	case r.Topic != "":
-		resp, err = c.Client.AlterTopicConfigsState(ctx, acs, r.Topic)
-	case dryRun:
-		resp, err = c.Client.ValidateAlterBrokerConfigsState(ctx, acs, r.Broker)
-	default:
-		resp, err = c.Client.AlterBrokerConfigsState(ctx, acs, r.Broker)
-	}
-	return alterResult(r, resp, err)
+	return alterCalls{
+		topic: c.Client.AlterTopicConfigsState, validateTopic: c.Client.ValidateAlterTopicConfigsState,
+		broker: c.Client.AlterBrokerConfigsState, validateBroker: c.Client.ValidateAlterBrokerConfigsState,
+	}.send(ctx, r, acs, dryRun)
 }
 
-// alterResult turns an alter answer into the first error, if any.
-func alterResult(r Resource, resp kadm.AlterConfigsResponses, err error) error {
+// alterCalls are one alter API's kadm calls (AlterConfigs' "State" ones or
+// IncrementalAlterConfigs'), for a topic or a broker, applying or only
+// validating, so both APIs pick theirs the same way.
+type alterCalls struct {
+	topic, validateTopic   func(context.Context, []kadm.AlterConfig, ...string) (kadm.AlterConfigsResponses, error)
+	broker, validateBroker func(context.Context, []kadm.AlterConfig, ...int32) (kadm.AlterConfigsResponses, error)
+}
+
+// send alters r with acs, or only validates them when dryRun, and returns
+// the first error of the answer, if any.
+func (a alterCalls) send(ctx context.Context, r Resource, acs []kadm.AlterConfig, dryRun bool) error {
+	var (
+		resp kadm.AlterConfigsResponses
+		err  error
+	)
+	switch {
+	case r.Topic != "" && dryRun:
+		resp, err = a.validateTopic(ctx, acs, r.Topic)
+	case r.Topic != "":
+		resp, err = a.topic(ctx, acs, r.Topic)
+	case dryRun:
+		resp, err = a.validateBroker(ctx, acs, r.Broker)
+	default:
+		resp, err = a.broker(ctx, acs, r.Broker)
+	}
 	if err != nil {
 		return fmt.Errorf("alter %s configs: %w", r, err)
 	}
-	for _, a := range resp {
-		if a.Err != nil {
-			return fmt.Errorf("alter %s configs: %w", r, kafkaErr(a.Err, a.ErrMessage))
+	for _, ar := range resp {
+		if ar.Err != nil {
+			return fmt.Errorf("alter %s configs: %w", r, kafkaErr(ar.Err, ar.ErrMessage))
 		}
 	}
 	return nil
@@ -182,21 +197,10 @@ func (c *Client) alterConfigs(ctx context.Context, r Resource, set map[string]st
 	for _, k := range del {
 		acs = append(acs, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 	}
-	var (
-		resp kadm.AlterConfigsResponses
-		err  error
-	)
-	switch {
-	case r.Topic != "" && dryRun:
-		resp, err = c.Client.ValidateAlterTopicConfigs(ctx, acs, r.Topic)
-	case r.Topic != "":
-		resp, err = c.Client.AlterTopicConfigs(ctx, acs, r.Topic)
-	case dryRun:
-		resp, err = c.Client.ValidateAlterBrokerConfigs(ctx, acs, r.Broker)
-	default:
-		resp, err = c.Client.AlterBrokerConfigs(ctx, acs, r.Broker)
-	}
-	return alterResult(r, resp, err)
+	return alterCalls{
+		topic: c.Client.AlterTopicConfigs, validateTopic: c.Client.ValidateAlterTopicConfigs,
+		broker: c.Client.AlterBrokerConfigs, validateBroker: c.Client.ValidateAlterBrokerConfigs,
+	}.send(ctx, r, acs, dryRun)
 }
 
 // BrokerView is one broker of `qk cluster info`.

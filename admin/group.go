@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -133,15 +134,15 @@ func (c *Client) DescribeGroups(ctx context.Context, groups ...string) (GroupDes
 	for _, name := range groups {
 		l, ok := lags[name]
 		if !ok {
-			first = cmpErr(first, fmt.Errorf("describe group %s: no answer", name))
+			first = cmp.Or(first, fmt.Errorf("describe group %s: no answer", name))
 			continue
 		}
 		if err := l.Error(); err != nil {
-			first = cmpErr(first, fmt.Errorf("describe group %s: %w", name, err))
+			first = cmp.Or(first, fmt.Errorf("describe group %s: %w", name, err))
 			continue
 		}
 		if l.State == "Dead" && len(l.Members) == 0 && len(l.Lag) == 0 {
-			first = cmpErr(first, fmt.Errorf("describe %w", errUnknownGroup(name)))
+			first = cmp.Or(first, fmt.Errorf("describe %w", errUnknownGroup(name)))
 			continue
 		}
 		g := GroupView{Name: name, State: l.State, ProtocolType: l.ProtocolType, Protocol: l.Protocol,
@@ -181,10 +182,7 @@ func (c *Client) DescribeGroups(ctx context.Context, groups ...string) (GroupDes
 }
 
 // GroupResult is one group's outcome of delete.
-type GroupResult struct {
-	Name   string `json:"name" yaml:"name"`
-	Status string `json:"status" yaml:"status"`
-}
+type GroupResult = Result
 
 // GroupResults is the view of `qk group delete`.
 type GroupResults []GroupResult
@@ -205,20 +203,13 @@ func (c *Client) DeleteGroups(ctx context.Context, groups ...string) (GroupResul
 	if err != nil {
 		return nil, fmt.Errorf("delete groups: %w", err)
 	}
-	var out GroupResults
-	var first error
-	for _, g := range groups {
-		r, ok := resp[g]
-		switch {
-		case !ok:
-			first = cmpErr(first, fmt.Errorf("delete group %s: no answer", g))
-		case r.Err != nil:
-			first = cmpErr(first, fmt.Errorf("delete group %s: %w", g, kafkaErr(r.Err, r.ErrMessage)))
-		default:
-			out = append(out, GroupResult{g, "deleted"})
+	out, err := collectResults("delete group", groups, resp, func(r kadm.DeleteGroupResponse) (string, error) {
+		if r.Err != nil {
+			return "", kafkaErr(r.Err, r.ErrMessage)
 		}
-	}
-	return out, first
+		return "deleted", nil
+	})
+	return GroupResults(out), err
 }
 
 // ResetTo is where `qk group reset-offsets` moves the offsets: exactly one

@@ -67,10 +67,7 @@ func (c *Client) ListTopics(ctx context.Context, internal bool) (TopicList, erro
 }
 
 // TopicResult is one topic's outcome of create, delete or alter.
-type TopicResult struct {
-	Name   string `json:"name" yaml:"name"`
-	Status string `json:"status" yaml:"status"`
-}
+type TopicResult = Result
 
 // TopicResults is the view of create, delete and alter.
 type TopicResults []TopicResult
@@ -117,29 +114,16 @@ func (c *Client) CreateTopics(ctx context.Context, ct CreateTopic, topics ...str
 	if err != nil {
 		return nil, fmt.Errorf("create topics: %w", err)
 	}
-	var out TopicResults
-	var first error
-	for _, t := range topics {
-		r, ok := resp[t]
+	out, err := collectResults("create topic", topics, resp, func(r kadm.CreateTopicResponse) (string, error) {
 		switch {
-		case !ok:
-			first = cmpErr(first, fmt.Errorf("create topic %s: no answer", t))
 		case errors.Is(r.Err, kerr.TopicAlreadyExists) && ct.IfNotExists:
-			out = append(out, TopicResult{t, "exists"})
+			return "exists", nil
 		case r.Err != nil:
-			first = cmpErr(first, fmt.Errorf("create topic %s: %w", t, kafkaErr(r.Err, r.ErrMessage)))
-		default:
-			out = append(out, TopicResult{t, status})
+			return "", kafkaErr(r.Err, r.ErrMessage)
 		}
-	}
-	return out, first
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
+		return status, nil
+	})
+	return TopicResults(out), err
 }
 
 // DeleteTopics deletes topics.
@@ -148,20 +132,13 @@ func (c *Client) DeleteTopics(ctx context.Context, topics ...string) (TopicResul
 	if err != nil {
 		return nil, fmt.Errorf("delete topics: %w", err)
 	}
-	var out TopicResults
-	var first error
-	for _, t := range topics {
-		r, ok := resp[t]
-		switch {
-		case !ok:
-			first = cmpErr(first, fmt.Errorf("delete topic %s: no answer", t))
-		case r.Err != nil:
-			first = cmpErr(first, fmt.Errorf("delete topic %s: %w", t, kafkaErr(r.Err, r.ErrMessage)))
-		default:
-			out = append(out, TopicResult{t, "deleted"})
+	out, err := collectResults("delete topic", topics, resp, func(r kadm.DeleteTopicResponse) (string, error) {
+		if r.Err != nil {
+			return "", kafkaErr(r.Err, r.ErrMessage)
 		}
-	}
-	return out, first
+		return "deleted", nil
+	})
+	return TopicResults(out), err
 }
 
 // PartitionView is one partition of `qk topic describe`.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/qk-project/qk/internal/fixtures"
 )
 
 // Each fixture directory may hold expected-dump.<mode>.txt files written by
@@ -30,7 +32,7 @@ type knownDifference struct {
 var knownDifferences = map[string]knownDifference{}
 
 func TestExpectedDumps(t *testing.T) {
-	root := fixturesDir(t)
+	root := fixtures.Dir(t)
 	matches, err := filepath.Glob(filepath.Join(root, "*", "expected-dump.*.txt"))
 	require.NoError(t, err)
 	require.NotEmpty(t, matches)
@@ -93,7 +95,7 @@ func TestExpectedDumps(t *testing.T) {
 // reports these as "Mismatches" although the brokers are healthy; so does
 // qk, without failing.
 func TestFollowerIndexMismatches(t *testing.T) {
-	root := filepath.Join(fixturesDir(t), "cp-zk-3broker-rolled-segments")
+	root := filepath.Join(fixtures.Dir(t), "cp-zk-3broker-rolled-segments")
 	logBytes, err := os.ReadFile(filepath.Join(root, "broker2", "invoice-0", logName))
 	require.NoError(t, err)
 	for broker, want := range map[string]int{"broker0": 16, "broker1": 11, "broker2": 0} {

@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/vfs"
+	"github.com/qk-project/qk/internal/fixtures"
 )
 
 // FuzzDumpSegment feeds arbitrary bytes to the .log dumper in every mode
@@ -19,21 +22,20 @@ func FuzzDumpSegment(f *testing.F) {
 	idx := log.AppendOffsetIndexEntry(nil, 2, int32(s.positions[1]))
 	f.Add(s.log, idx, uint8(0))
 	f.Add(s.log, idx, uint8(0xff))
-	if abs, err := filepath.Abs(fixturesRel); err == nil {
-		_ = filepath.WalkDir(abs, func(p string, e os.DirEntry, err error) error {
-			if err != nil || e.IsDir() {
-				return nil
-			}
-			ext := filepath.Ext(p)
-			if ext != ".log" && ext != ".records" && ext != ".messageset" {
-				return nil
-			}
-			if b, err := os.ReadFile(p); err == nil && len(b) <= 16<<10 {
-				f.Add(b, idx, uint8(len(b)))
-			}
+	err := filepath.WalkDir(fixtures.Dir(f), func(p string, e os.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		ext := filepath.Ext(p)
+		if ext != ".log" && ext != ".records" && ext != ".messageset" {
 			return nil
-		})
-	}
+		}
+		if b, err := os.ReadFile(p); err == nil && len(b) <= 16<<10 {
+			f.Add(b, idx, uint8(len(b)))
+		}
+		return nil
+	})
+	require.NoError(f, err)
 	f.Fuzz(func(t *testing.T, data, index []byte, mode uint8) {
 		if len(data) > 1<<20 || len(index) > 1<<16 {
 			return // size adds no new paths, only time

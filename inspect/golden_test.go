@@ -15,24 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/qk-project/qk/broker/vfs"
+	"github.com/qk-project/qk/internal/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
-
-// fixturesRel is the shared Kafka fixture tree, relative to this package.
-const fixturesRel = "../testdata/fixtures"
-
-// fixturesDir returns the absolute fixture directory; a missing one fails
-// the test.
-func fixturesDir(t testing.TB) string {
-	t.Helper()
-	abs, err := filepath.Abs(fixturesRel)
-	require.NoError(t, err)
-	if _, err := os.Stat(abs); err != nil {
-		t.Fatalf("fixtures: %v (testdata/fixtures ships with the repository)", err)
-	}
-	return abs
-}
 
 // fixtureFiles lists every data file of one fixture directory, relative to
 // it and sorted: everything but the provenance notes and the expected dumps.
@@ -122,7 +108,7 @@ const maxGoldenStdout = 256 << 10
 // TestGoldenFixtures dumps every file of every Kafka fixture in each mode
 // and compares with testdata/golden/<fixture>.<mode>.golden.
 func TestGoldenFixtures(t *testing.T) {
-	root := fixturesDir(t)
+	root := fixtures.Dir(t)
 	dirs, err := os.ReadDir(root)
 	require.NoError(t, err)
 	for _, de := range dirs {

@@ -236,18 +236,26 @@ const (
 	msPerHour   = 60 * msPerMinute
 )
 
+// firstMs is first for a duration Kafka takes in several units, the
+// finest first (log.retention.ms, .minutes, .hours): it returns the
+// winner's value in milliseconds, scaled by its name's unit.
+func (b *Broker) firstMs(names ...string) (string, int64) {
+	name, n := b.first(names...)
+	switch {
+	case strings.HasSuffix(name, ".minutes"):
+		n *= msPerMinute
+	case strings.HasSuffix(name, ".hours"):
+		n *= msPerHour
+	}
+	return name, n
+}
+
 // resolve computes the fields that depend on several settings and checks
 // what Kafka's KafkaConfig checks across settings.
 func (b *Broker) resolve() error {
 	// Retention: ms > minutes > hours; negative means unlimited, 0 is
 	// refused as in Kafka (it would delete every closed segment at once).
-	name, n := b.first("log.retention.ms", "log.retention.minutes", "log.retention.hours")
-	switch name {
-	case "log.retention.minutes":
-		n *= msPerMinute
-	case "log.retention.hours":
-		n *= msPerHour
-	}
+	name, n := b.firstMs("log.retention.ms", "log.retention.minutes", "log.retention.hours")
 	switch {
 	case n < 0:
 		n = -1
@@ -256,19 +264,13 @@ func (b *Broker) resolve() error {
 	}
 	b.LogRetentionMs = n
 
-	name, n = b.first("log.roll.ms", "log.roll.hours")
-	if name == "log.roll.hours" {
-		n *= msPerHour
-	}
+	name, n = b.firstMs("log.roll.ms", "log.roll.hours")
 	if n < 1 {
 		return b.valueErr(name, "out of range", "an integer ≥ 1")
 	}
 	b.LogRollMs = n
 
-	name, n = b.first("log.roll.jitter.ms", "log.roll.jitter.hours")
-	if name == "log.roll.jitter.hours" {
-		n *= msPerHour
-	}
+	name, n = b.firstMs("log.roll.jitter.ms", "log.roll.jitter.hours")
 	if n < 0 {
 		return b.valueErr(name, "out of range", "an integer ≥ 0")
 	}

@@ -37,4 +37,10 @@ func TestPropertiesCodecRoundTrip(t *testing.T) {
 	b, err = c.Encode(map[string]any{"log": map[string]any{"dirs": "/a"}})
 	require.NoError(t, err)
 	require.Equal(t, "log.dirs=/a\n", string(b))
+
+	// Java's load(InputStream) reads ISO-8859-1, so non-ASCII goes out as
+	// \uXXXX, and store's separators are escaped wherever they are.
+	b, err = c.Encode(map[string]any{"b": "région=a:b#c!", "a": " x"})
+	require.NoError(t, err)
+	require.Equal(t, "a=\\ x\nb=r\\u00E9gion\\=a\\:b\\#c\\!\n", string(b))
 }

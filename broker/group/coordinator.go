@@ -99,9 +99,7 @@ func (c *Coordinator) Close() {
 	for id, e := range c.groups {
 		c.unloadLocked(id, e)
 	}
-	out := c.takeOutbox()
-	c.mu.Unlock()
-	run(out)
+	c.unlock()
 	c.wg.Wait()
 }
 
@@ -109,29 +107,22 @@ func (c *Coordinator) unloadLocked(id string, e *entry) {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
+	// The members' callbacks are deferJoin/deferSync wrappers: calling
+	// them here, under mu, queues the answers for the caller's unlock.
 	for _, m := range e.g.members {
-		if m.joinCB != nil {
-			cb := m.joinCB
-			m.joinCB = nil
-			c.outbox = append(c.outbox, func() { cb(JoinResult{Err: kerr.NotCoordinator, MemberID: m.ID, Generation: -1}) })
-		}
-		if m.syncCB != nil {
-			cb := m.syncCB
-			m.syncCB = nil
-			c.outbox = append(c.outbox, func() { cb(SyncResult{Err: kerr.NotCoordinator}) })
-		}
+		m.failWaiting(kerr.NotCoordinator)
 	}
 	delete(c.groups, id)
 }
 
-func (c *Coordinator) takeOutbox() []func() {
+// unlock releases mu, then sends the answers queued in the outbox while
+// it was held: a callback answers a request and may call back into the
+// coordinator, so none runs under mu.
+func (c *Coordinator) unlock() {
 	out := c.outbox
 	c.outbox = nil
-	return out
-}
-
-func run(fs []func()) {
-	for _, f := range fs {
+	c.mu.Unlock()
+	for _, f := range out {
 		f()
 	}
 }
@@ -170,9 +161,7 @@ func (c *Coordinator) OnResign(partition int32) {
 			c.unloadLocked(id, e)
 		}
 	}
-	out := c.takeOutbox()
-	c.mu.Unlock()
-	run(out)
+	c.unlock()
 	c.lg.Info("resigned as group coordinator", "partition", partition)
 }
 
@@ -220,11 +209,7 @@ func (c *Coordinator) load(partition, epoch int32) {
 		}
 	})
 	c.mu.Lock()
-	defer func() {
-		out := c.takeOutbox()
-		c.mu.Unlock()
-		run(out)
-	}()
+	defer c.unlock()
 	p, ok := c.parts[partition]
 	if !ok || p.epoch != epoch || c.closed {
 		return
@@ -382,9 +367,7 @@ func (c *Coordinator) fire(id string, e *entry) {
 	e.deadline = time.Time{}
 	e.g.Tick(c.now())
 	c.afterLocked(id, e)
-	out := c.takeOutbox()
-	c.mu.Unlock()
-	run(out)
+	c.unlock()
 }
 
 type kv struct{ key, value []byte }
@@ -435,9 +418,7 @@ func (c *Coordinator) Join(id string, req JoinRequest, cb func(JoinResult)) {
 	e.g.Join(req, c.now(), c.deferJoin(cb))
 	c.dropIfUnusedLocked(id, e)
 	c.afterLocked(id, e)
-	out := c.takeOutbox()
-	c.mu.Unlock()
-	run(out)
+	c.unlock()
 }
 
 // dropIfUnusedLocked forgets a group that a refused join created.
@@ -465,9 +446,7 @@ func (c *Coordinator) Sync(id string, req SyncRequest, cb func(SyncResult)) {
 	}
 	e.g.Sync(req, c.now(), c.deferSync(cb))
 	c.afterLocked(id, e)
-	out := c.takeOutbox()
-	c.mu.Unlock()
-	run(out)
+	c.unlock()
 }
 
 // Heartbeat handles Heartbeat.
@@ -512,9 +491,7 @@ func (c *Coordinator) Leave(id string, members []LeaveMember) ([]error, error) {
 		}
 	}
 	c.afterLocked(id, e)
-	out := c.takeOutbox()
-	c.mu.Unlock()
-	run(out)
+	c.unlock()
 	return errs, nil
 }
 
@@ -534,11 +511,7 @@ var ErrMetadataTooLarge = kerr.OffsetMetadataTooLarge
 // errors come back in order, or a group error for all.
 func (c *Coordinator) CommitOffsets(id, member string, instance *string, generation int32, retention time.Duration, commits []Commit) ([]error, error) {
 	c.mu.Lock()
-	defer func() {
-		out := c.takeOutbox()
-		c.mu.Unlock()
-		run(out)
-	}()
+	defer c.unlock()
 	e, err := c.groupLocked(id, false)
 	if err != nil {
 		return nil, err
@@ -719,11 +692,7 @@ func (c *Coordinator) Describe(id string) (d Description, ok bool, err error) {
 // members.
 func (c *Coordinator) DeleteGroup(id string) error {
 	c.mu.Lock()
-	defer func() {
-		out := c.takeOutbox()
-		c.mu.Unlock()
-		run(out)
-	}()
+	defer c.unlock()
 	e, err := c.groupLocked(id, false)
 	if err != nil {
 		return err

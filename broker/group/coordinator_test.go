@@ -61,3 +61,48 @@ func TestCoordinatorLoading(t *testing.T) {
 	require.Empty(t, c.groups, "a refused request left a group behind")
 	c.mu.Unlock()
 }
+
+// TestCoordinatorUnloadAnswersWaiting: a join still waiting in its group
+// when the coordinator resigns the group's partition, or closes, is
+// answered NOT_COORDINATOR right away, so the client looks for the new
+// coordinator instead of waiting out its request.
+func TestCoordinatorUnloadAnswersWaiting(t *testing.T) {
+	for _, how := range []string{"resign", "close"} {
+		t.Run(how, func(t *testing.T) {
+			c := NewCoordinator(CoordinatorConfig{Partitions: 1, Group: Config{
+				InitialRebalanceDelay: time.Hour, MinSessionTimeout: time.Second, MaxSessionTimeout: time.Minute, MaxSize: 10,
+			}})
+			defer c.Close()
+			c.mu.Lock()
+			c.parts[0] = &offsetsPartition{epoch: 1}
+			c.mu.Unlock()
+
+			answered := make(chan JoinResult, 1)
+			c.Join("g", JoinRequest{ProtocolType: "consumer", Protocols: []Protocol{{Name: "range"}},
+				SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second, NewMemberID: "m-1"},
+				func(r JoinResult) { answered <- r })
+			select {
+			case r := <-answered:
+				t.Fatalf("answered at once: %+v", r)
+			default:
+			}
+
+			if how == "resign" {
+				c.OnResign(0)
+			} else {
+				c.Close()
+			}
+			select {
+			case r := <-answered:
+				require.Equal(t, kerr.NotCoordinator, r.Err)
+				require.Equal(t, int32(-1), r.Generation)
+				require.Equal(t, "m-1", r.MemberID)
+			default:
+				t.Fatal("the waiting join was not answered")
+			}
+			c.mu.Lock()
+			require.Empty(t, c.outbox, "no answer left queued")
+			c.mu.Unlock()
+		})
+	}
+}

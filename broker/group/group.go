@@ -133,6 +133,20 @@ type Member struct {
 	isNew             bool
 }
 
+// failWaiting answers the member's waiting join and sync, if any, with
+// err: a member that is fenced or removed gets no other answer, and its
+// client would otherwise wait out its request timeout.
+func (m *Member) failWaiting(err *kerr.Error) {
+	if m.joinCB != nil {
+		m.joinCB(JoinResult{Err: err, MemberID: m.ID, Generation: -1})
+		m.joinCB = nil
+	}
+	if m.syncCB != nil {
+		m.syncCB(SyncResult{Err: err})
+		m.syncCB = nil
+	}
+}
+
 // metadata is the member's metadata for protocol p.
 func (m *Member) metadata(p string) []byte {
 	for _, pr := range m.Protocols {
@@ -336,14 +350,7 @@ func (g *Group) joinKnown(req JoinRequest, now time.Time, cb func(JoinResult)) {
 // assignment and no rebalance happens.
 func (g *Group) replaceStatic(oldID, newID string, req JoinRequest, now time.Time, cb func(JoinResult)) {
 	old := g.members[oldID]
-	if old.joinCB != nil {
-		old.joinCB(JoinResult{Err: kerr.FencedInstanceID, MemberID: oldID, Generation: -1})
-		old.joinCB = nil
-	}
-	if old.syncCB != nil {
-		old.syncCB(SyncResult{Err: kerr.FencedInstanceID})
-		old.syncCB = nil
-	}
+	old.failWaiting(kerr.FencedInstanceID)
 	delete(g.members, oldID)
 	m := *old
 	m.ID = newID
@@ -736,14 +743,7 @@ func (g *Group) remove(id string) {
 	if m == nil {
 		return
 	}
-	if m.joinCB != nil {
-		m.joinCB(JoinResult{Err: kerr.UnknownMemberID, MemberID: id, Generation: -1})
-		m.joinCB = nil
-	}
-	if m.syncCB != nil {
-		m.syncCB(SyncResult{Err: kerr.UnknownMemberID})
-		m.syncCB = nil
-	}
+	m.failWaiting(kerr.UnknownMemberID)
 	delete(g.members, id)
 	if m.InstanceID != nil && g.instances[*m.InstanceID] == id {
 		delete(g.instances, *m.InstanceID)

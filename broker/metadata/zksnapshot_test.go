@@ -3,14 +3,10 @@ package metadata_test
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
-)
 
-// fixtures holds files written by real Kafka and ZooKeeper (see
-// testdata/fixtures/README.md), copied into the repository.
-const fixtures = "../../testdata/fixtures"
+	"github.com/qk-project/qk/internal/fixtures"
+)
 
 // zkNode is one znode of a ZooKeeper snapshot.
 type zkNode struct {
@@ -29,11 +25,7 @@ type zkNode struct {
 // DataTree order until the "/" terminator. Only what the tests need.
 func readZKSnapshot(t *testing.T, rel string) []zkNode {
 	t.Helper()
-	path := filepath.Join(fixtures, rel)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("fixture %s: %v (testdata/fixtures ships with the repository)", rel, err)
-	}
+	b := fixtures.Read(t, rel) // written by real Kafka and ZooKeeper
 	r := &juteReader{b: b}
 	if magic := r.i32(); magic != 0x5a4b534e { // "ZKSN"
 		t.Fatalf("%s: magic %#x", rel, magic)

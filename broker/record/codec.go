@@ -145,7 +145,7 @@ func readCapped(dst []byte, r io.Reader, hint int) ([]byte, error) {
 // record data typically compresses 2-5x.
 func decompressHint(n int) int { return 4 * n }
 
-// --- gzip ---
+// --- pooled streams (gzip, lz4) ---
 
 // sliceWriter appends to b; pooled codecs write through one so they need
 // no bytes.Buffer per call and keep no reference to the caller's slice once
@@ -157,30 +157,38 @@ func (w *sliceWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-type gzipEncoder struct {
+// resetWriter is a compressing stream that can be pointed at a new output,
+// as gzip.Writer and lz4.Writer can; Reset keeps its options.
+type resetWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
+// streamEncoder is a pooled compressing stream writing into out.
+type streamEncoder[W resetWriter] struct {
 	out sliceWriter
-	w   *gzip.Writer
+	w   W
 }
 
-type gzipDecoder struct {
-	in bytes.Reader
-	r  gzip.Reader
+// newEncoderPool pools streamEncoders built by newWriter, which gets the
+// encoder's own out to write to.
+func newEncoderPool[W resetWriter](newWriter func(io.Writer) W) *pool[streamEncoder[W]] {
+	return newPool(
+		func() *streamEncoder[W] {
+			e := new(streamEncoder[W])
+			e.w = newWriter(&e.out)
+			return e
+		},
+		func(e *streamEncoder[W]) { e.out.b = nil },
+	)
 }
 
-var (
-	gzipEncoders = sync.Pool{New: func() any {
-		e := new(gzipEncoder)
-		e.w = gzip.NewWriter(&e.out)
-		return e
-	}}
-	gzipDecoders = sync.Pool{New: func() any { return new(gzipDecoder) }}
-)
-
-func compressGzip(dst, src []byte) ([]byte, error) {
-	e := gzipEncoders.Get().(*gzipEncoder)
-	defer gzipEncoders.Put(e)
+// compressStream appends src compressed by one of p's encoders to dst, as
+// one complete stream (gzip member, lz4 frame).
+func compressStream[W resetWriter](p *pool[streamEncoder[W]], dst, src []byte) ([]byte, error) {
+	e := p.get()
+	defer p.put(e)
 	e.out.b = dst
-	defer func() { e.out.b = nil }()
 	e.w.Reset(&e.out)
 	if _, err := e.w.Write(src); err != nil {
 		return dst, err
@@ -191,13 +199,29 @@ func compressGzip(dst, src []byte) ([]byte, error) {
 	return e.out.b, nil
 }
 
+// --- gzip ---
+
+type gzipDecoder struct {
+	in bytes.Reader
+	r  gzip.Reader
+}
+
+var (
+	gzipEncoders = newEncoderPool(func(w io.Writer) *gzip.Writer { return gzip.NewWriter(w) })
+	gzipDecoders = newPool(
+		func() *gzipDecoder { return new(gzipDecoder) },
+		func(d *gzipDecoder) { d.in.Reset(nil) },
+	)
+)
+
+func compressGzip(dst, src []byte) ([]byte, error) { return compressStream(gzipEncoders, dst, src) }
+
 // decompressGzip reads every gzip member in src (Java's GZIPInputStream
 // also continues across concatenated members).
 func decompressGzip(dst, src []byte) ([]byte, error) {
-	d := gzipDecoders.Get().(*gzipDecoder)
-	defer gzipDecoders.Put(d)
+	d := gzipDecoders.get()
+	defer gzipDecoders.put(d)
 	d.in.Reset(src)
-	defer d.in.Reset(nil)
 	if err := d.r.Reset(&d.in); err != nil {
 		return dst, err
 	}
@@ -293,23 +317,17 @@ func appendSnappyBlock(dst, block []byte, limit int) ([]byte, error) {
 
 // --- lz4 ---
 
-type lz4Encoder struct {
-	out sliceWriter
-	w   *lz4.Writer
-}
-
 type lz4Decoder struct {
 	in bytes.Reader
 	r  *lz4.Reader
 }
 
 var (
-	lz4Encoders = sync.Pool{New: func() any {
-		e := new(lz4Encoder)
-		e.w = lz4.NewWriter(&e.out)
+	lz4Encoders = newEncoderPool(func(out io.Writer) *lz4.Writer {
+		w := lz4.NewWriter(out)
 		// Kafka's frame: 64 KiB independent blocks, no block or content
 		// checksum, no content size. Reset keeps these options.
-		if err := e.w.Apply(
+		if err := w.Apply(
 			lz4.BlockSizeOption(lz4BlockSize),
 			lz4.BlockChecksumOption(false),
 			lz4.ChecksumOption(false),
@@ -317,37 +335,26 @@ var (
 		); err != nil {
 			panic(fmt.Sprintf("record: lz4 writer options: %v", err))
 		}
-		return e
-	}}
-	lz4Decoders = sync.Pool{New: func() any {
-		d := new(lz4Decoder)
-		d.r = lz4.NewReader(&d.in)
-		return d
-	}}
+		return w
+	})
+	lz4Decoders = newPool(
+		func() *lz4Decoder {
+			d := new(lz4Decoder)
+			d.r = lz4.NewReader(&d.in)
+			return d
+		},
+		func(d *lz4Decoder) { d.in.Reset(nil) },
+	)
 )
 
-func compressLZ4(dst, src []byte) ([]byte, error) {
-	e := lz4Encoders.Get().(*lz4Encoder)
-	defer lz4Encoders.Put(e)
-	e.out.b = dst
-	defer func() { e.out.b = nil }()
-	e.w.Reset(&e.out)
-	if _, err := e.w.Write(src); err != nil {
-		return dst, err
-	}
-	if err := e.w.Close(); err != nil {
-		return dst, err
-	}
-	return e.out.b, nil
-}
+func compressLZ4(dst, src []byte) ([]byte, error) { return compressStream(lz4Encoders, dst, src) }
 
 // decompressLZ4 reads an lz4 frame. It is more lenient than Kafka, which
 // refuses block-dependent frames: any standard frame decodes.
 func decompressLZ4(dst, src []byte) ([]byte, error) {
-	d := lz4Decoders.Get().(*lz4Decoder)
-	defer lz4Decoders.Put(d)
+	d := lz4Decoders.get()
+	defer lz4Decoders.put(d)
 	d.in.Reset(src)
-	defer d.in.Reset(nil)
 	d.r.Reset(&d.in)
 	return readCapped(dst, d.r, decompressHint(len(src)))
 }

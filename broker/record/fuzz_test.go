@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
+
+	"github.com/qk-project/qk/internal/fixtures"
 )
 
 // Fuzz targets, seeded from the Kafka-written fixtures and from batches
@@ -31,7 +33,7 @@ const (
 func fuzzSeeds(f *testing.F) [][]byte {
 	var seeds [][]byte
 	for _, pattern := range []string{"*/records/*", "*/*/*/*.log", "*/*/*/*/*.log"} {
-		files, _ := filepath.Glob(filepath.Join(fixtureDir, pattern))
+		files, _ := filepath.Glob(filepath.Join(fixtures.Dir(f), pattern))
 		for _, file := range files {
 			b, err := os.ReadFile(file)
 			if err != nil || len(b) == 0 {

@@ -2,42 +2,29 @@ package record
 
 import (
 	"encoding/binary"
-	"errors"
 	"hash/crc32"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/qk-project/qk/internal/fixtures"
 )
 
-// fixtureDir holds the Kafka-written fixtures shared by the qk engineers
-// (see its README.md), copied into the repository so that a missing
-// fixture fails a test instead of skipping it.
-const fixtureDir = "../../testdata/fixtures"
+// fixture reads a fixture file by its path under testdata/fixtures.
+func fixture(t testing.TB, rel string) []byte { return fixtures.Read(t, rel) }
 
-// fixture reads a fixture file by its path under fixtureDir.
-func fixture(t testing.TB, rel string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtureDir, rel))
-	if errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("fixture %s is missing from testdata/fixtures, which ships with the repository", rel)
-	}
-	require.NoError(t, err)
-	return b
-}
-
-// fixtureFiles lists fixture files matching a glob under fixtureDir, as
-// paths relative to it.
+// fixtureFiles lists fixture files matching a glob under testdata/fixtures,
+// as paths relative to it; a pattern that matches nothing fails, as it
+// means the checked-in tree changed under the test.
 func fixtureFiles(t testing.TB, pattern string) []string {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(fixtureDir, pattern))
+	dir := fixtures.Dir(t)
+	m, err := filepath.Glob(filepath.Join(dir, pattern))
 	require.NoError(t, err)
-	if len(m) == 0 {
-		t.Fatalf("no fixtures match %s in testdata/fixtures", pattern)
-	}
+	require.NotEmpty(t, m, "no fixtures match %s", pattern)
 	for i := range m {
-		m[i], err = filepath.Rel(fixtureDir, m[i])
+		m[i], err = filepath.Rel(dir, m[i])
 		require.NoError(t, err)
 	}
 	return m

@@ -64,9 +64,22 @@ func keyValues(flag string, kvs []string) (map[string]string, error) {
 	return out, nil
 }
 
-// completeTopics completes topic names from the cluster, giving up
-// quietly after a second so a shell never hangs on a dead cluster.
+// completeTopics completes topic names from the cluster.
 func (p *adminParams) completeTopics(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return p.completeNames(args, toComplete, func(ctx context.Context, c *admin.Client) ([]string, error) {
+		l, err := c.ListTopics(ctx, false)
+		names := make([]string, len(l))
+		for i, t := range l {
+			names[i] = t.Name
+		}
+		return names, err
+	})
+}
+
+// completeNames completes toComplete from the names list fetches from the
+// cluster, leaving out those already in args. It gives up quietly after a
+// second, so a shell never hangs on a dead cluster.
+func (p *adminParams) completeNames(args []string, toComplete string, list func(context.Context, *admin.Client) ([]string, error)) ([]string, cobra.ShellCompDirective) {
 	opts := p.conn
 	opts.Timeout = time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -76,14 +89,14 @@ func (p *adminParams) completeTopics(cmd *cobra.Command, args []string, toComple
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	defer c.Close()
-	l, err := c.ListTopics(ctx, false)
+	names, err := list(ctx, c)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var out []string
-	for _, t := range l {
-		if strings.HasPrefix(t.Name, toComplete) && !slices.Contains(args, t.Name) {
-			out = append(out, t.Name)
+	for _, n := range names {
+		if strings.HasPrefix(n, toComplete) && !slices.Contains(args, n) {
+			out = append(out, n)
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

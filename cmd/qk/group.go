@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/qk-project/qk/admin"
@@ -25,28 +23,16 @@ func newGroupCmd() *cobra.Command {
 	return cmd
 }
 
-// completeGroups completes group names from the cluster within a second.
+// completeGroups completes group names from the cluster.
 func (p *adminParams) completeGroups(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	opts := p.conn
-	opts.Timeout = time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	c, err := opts.Dial(ctx)
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	defer c.Close()
-	l, err := c.ListGroups(ctx)
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var out []string
-	for _, g := range l {
-		if strings.HasPrefix(g.Name, toComplete) && !slices.Contains(args, g.Name) {
-			out = append(out, g.Name)
+	return p.completeNames(args, toComplete, func(ctx context.Context, c *admin.Client) ([]string, error) {
+		l, err := c.ListGroups(ctx)
+		names := make([]string, len(l))
+		for i, g := range l {
+			names[i] = g.Name
 		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+		return names, err
+	})
 }
 
 func newGroupListCmd(p *adminParams) *cobra.Command {

@@ -3,11 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/qk-project/qk/internal/fixtures"
 )
 
 // TestMain lets testscript run this test binary as the `qk` command, so the
@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 var updateScripts = flag.Bool("update", false, "rewrite golden files")
 
 // TestScripts runs testdata/script/*.txtar end to end. $FIXTURES points at
-// the Kafka-written files of ../shared/reference/fixtures.
+// the Kafka-written files of testdata/fixtures.
 func TestScripts(t *testing.T) { runScripts(t, false) }
 
 // TestScriptsKfake runs the same scripts with `qkbroker` starting franz-go's
@@ -33,17 +33,11 @@ func TestScripts(t *testing.T) { runScripts(t, false) }
 func TestScriptsKfake(t *testing.T) { runScripts(t, true) }
 
 func runScripts(t *testing.T, kfake bool) {
-	fixtures, err := filepath.Abs("../../testdata/fixtures")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(fixtures); err != nil {
-		t.Fatalf("fixtures: %v (testdata/fixtures ships with the repository)", err)
-	}
+	fixtureDir := fixtures.Dir(t)
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
-			env.Setenv("FIXTURES", fixtures)
+			env.Setenv("FIXTURES", fixtureDir)
 			return nil
 		},
 		Cmds: scriptCmds(t, kfake),

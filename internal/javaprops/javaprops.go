@@ -1,7 +1,10 @@
-// Package javaprops reads the text format of java.util.Properties, which
-// Kafka uses for server.properties, client config files and meta.properties.
-// The broker's config loader, its meta.properties checkpoint and the perf
-// tools' --producer.config/--consumer.config share this one parser.
+// Package javaprops reads and writes the text format of java.util.Properties,
+// which Kafka uses for server.properties, client config files and
+// meta.properties. The broker's config loader, its meta.properties
+// checkpoint and the perf tools' --producer.config/--consumer.config share
+// this one parser (Parse), and the files qk writes in the format share its
+// one writer (AppendProperties and the header lines of store.go), so what
+// qk writes is what it and Java read back.
 package javaprops
 
 import (

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf16"
 
 	"github.com/qk-project/qk/broker/vfs"
 	"github.com/qk-project/qk/internal/javaprops"
@@ -27,9 +25,6 @@ type MetaProperties struct {
 	ClusterID   string // may be empty in version 0 (written before 0.10.1)
 	DirectoryID string // KRaft 3.7+ log-dir UUID text; empty if absent
 }
-
-// javaDateLayout is java.util.Date.toString: "Sat Jun 03 20:13:09 CST 2023".
-const javaDateLayout = "Mon Jan 02 15:04:05 MST 2006"
 
 // ReadMetaProperties reads dir/meta.properties. A missing file, which means
 // a fresh log dir, is an error matching fs.ErrNotExist.
@@ -59,36 +54,33 @@ func WriteMetaProperties(fsys vfs.FS, dir string, mp MetaProperties) error {
 // is the one Kafka 3.x on Java 11+ produces (broker.id, version,
 // cluster.id), so a fresh file matches a real broker's byte for byte.
 func EncodeMetaProperties(mp MetaProperties, now time.Time) ([]byte, error) {
-	var kv [][2]string
+	var props []javaprops.Property
+	add := func(k, v string) { props = append(props, javaprops.Property{Key: k, Value: v}) }
 	id := strconv.FormatInt(int64(mp.BrokerID), 10)
 	switch mp.Version {
 	case MetaVersionZK:
-		kv = append(kv, [2]string{"broker.id", id}, [2]string{"version", "0"})
+		add("broker.id", id)
+		add("version", "0")
 	case MetaVersionKRaft:
 		if mp.ClusterID == "" {
 			return nil, fmt.Errorf("checkpoint: meta.properties version 1 needs a cluster.id")
 		}
-		kv = append(kv, [2]string{"node.id", id}, [2]string{"version", "1"})
+		add("node.id", id)
+		add("version", "1")
 	default:
 		return nil, fmt.Errorf("checkpoint: meta.properties version %d is not 0 or 1", mp.Version)
 	}
 	if mp.ClusterID != "" {
-		kv = append(kv, [2]string{"cluster.id", mp.ClusterID})
+		add("cluster.id", mp.ClusterID)
 	}
 	if mp.DirectoryID != "" {
-		kv = append(kv, [2]string{"directory.id", mp.DirectoryID})
+		add("directory.id", mp.DirectoryID)
 	}
-	var b strings.Builder
-	b.WriteString("#\n#")
-	b.WriteString(now.Format(javaDateLayout))
-	b.WriteString("\n")
-	for _, p := range kv {
-		b.WriteString(escapeProperty(p[0], true))
-		b.WriteString("=")
-		b.WriteString(escapeProperty(p[1], false))
-		b.WriteString("\n")
-	}
-	return []byte(b.String()), nil
+	// Kafka stores with comments "" (the lone "#" line), then store's date
+	// line.
+	b := javaprops.AppendComments(nil, "")
+	b = javaprops.AppendDate(b, now)
+	return javaprops.AppendProperties(b, props), nil
 }
 
 // DecodeMetaProperties parses meta.properties content in either mode and
@@ -136,39 +128,4 @@ func DecodeMetaProperties(b []byte) (MetaProperties, error) {
 	}
 	mp.DirectoryID = props["directory.id"]
 	return mp, nil
-}
-
-// escapeProperty escapes s as Properties.store(OutputStream) does: the
-// separators and comment characters get a backslash, control and non-ASCII
-// characters become \uXXXX, and spaces are escaped in keys and at the
-// start of values.
-func escapeProperty(s string, isKey bool) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == ' ':
-			if isKey || i == 0 {
-				b.WriteByte('\\')
-			}
-			b.WriteByte(' ')
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r == '\\' || r == '=' || r == ':' || r == '#' || r == '!':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r > 0x7e:
-			for _, u := range utf16.Encode([]rune{r}) {
-				fmt.Fprintf(&b, `\u%04X`, u)
-			}
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
