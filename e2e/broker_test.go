@@ -45,6 +45,9 @@ type broker struct {
 	dataDir string   // log.dirs
 	logDir  string   // one log file per start, printed when the test fails
 	args    []string // extra arguments after the standard ones
+	// nofile, if > 0, is the open-files limit (soft and hard) the next
+	// start runs under, set by the shell's ulimit before it execs qk.
+	nofile int
 
 	proc    *exec.Cmd
 	exited  chan struct{} // closed once proc has been waited for
@@ -150,6 +153,9 @@ func (b *broker) spawn() error {
 		"--set", "log.dirs=" + b.dataDir,
 	}, b.args...)
 	cmd := exec.Command(qkBin, args...)
+	if b.nofile > 0 {
+		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, b.nofile), qkBin}, args...)...)
+	}
 	cmd.Dir = filepath.Dir(b.dataDir)
 	cmd.Env = childEnv()
 	cmd.Stdout = logf

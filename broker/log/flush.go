@@ -90,7 +90,7 @@ func (l *Log) flushFiles(upTo int64) error {
 	upTo = min(upTo, l.logEndOffset)
 	gen := l.dirGen
 	needDirSync := gen != l.syncedDirGen
-	created := l.createdUnsynced
+	created, writes := l.createdUnsynced, l.unsyncedWrites
 	if upTo <= l.recoveryPoint && !needDirSync && !created && len(l.rolledUnsynced) == 0 && len(l.pendingSnaps) == 0 {
 		l.mu.Unlock()
 		return nil
@@ -163,7 +163,7 @@ func (l *Log) flushFiles(upTo int64) error {
 
 	l.mu.Lock()
 	l.syncedDirGen = max(l.syncedDirGen, gen)
-	if created {
+	if created && writes == l.unsyncedWrites {
 		l.createdUnsynced = false
 	}
 	if upTo > l.recoveryPoint {

@@ -67,12 +67,7 @@ type indexFile struct {
 // to parse; otherwise the index starts empty (the caller resets it). The
 // file is closed again before it returns.
 func openIndexFile(fsys vfs.FS, path string, entrySize int, maxIndexSize int64, load bool) (*indexFile, []byte, error) {
-	x := &indexFile{
-		fsys:         fsys,
-		path:         path,
-		entrySize:    entrySize,
-		maxIndexSize: roundDown(maxIndexSize, entrySize),
-	}
+	x := newIndexFile(fsys, path, entrySize, maxIndexSize)
 	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return x, nil, x.create()
@@ -96,9 +91,13 @@ func openIndexFile(fsys vfs.FS, path string, entrySize int, maxIndexSize int64, 
 	return x, raw, nil
 }
 
-// create makes the file, preallocated to maxIndexSize.
+func newIndexFile(fsys vfs.FS, path string, entrySize int, maxIndexSize int64) *indexFile {
+	return &indexFile{fsys: fsys, path: path, entrySize: entrySize, maxIndexSize: roundDown(maxIndexSize, entrySize)}
+}
+
+// create makes the file, empty and preallocated to maxIndexSize.
 func (x *indexFile) create() error {
-	f, err := x.fsys.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := x.fsys.OpenFile(x.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("open index %s: %w", x.path, err)
 	}

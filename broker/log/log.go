@@ -240,12 +240,15 @@ type Log struct {
 	// nothing durable, and a partition whose directory a crash took is
 	// created again, empty, at the next start.
 	createdUnsynced bool
-	epochs          *LeaderEpochCache
-	pending         []pendingDelete
-	failed          error // set when a write left the log in an unknown state
-	closed          bool
-	flushTarget     int64 // the async flusher flushes up to here
-	flusherRunning  bool
+	// unsyncedWrites counts writeUnsynced calls, so that a flush that ran
+	// alongside one does not count the creation as synced.
+	unsyncedWrites uint64
+	epochs         *LeaderEpochCache
+	pending        []pendingDelete
+	failed         error // set when a write left the log in an unknown state
+	closed         bool
+	flushTarget    int64 // the async flusher flushes up to here
+	flusherRunning bool
 	// flushWaiters are AppendAsync callers waiting for their offsets to
 	// be flushed (flush.messages): group commit.
 	flushWaiters []flushWaiter
@@ -335,9 +338,14 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 	} else if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
-	err := l.load(o)
-	if err == nil {
-		err = l.loadProducerState(o.cleanShutdown)
+	var err error
+	if l.createdUnsynced {
+		err = l.initEmpty(o)
+	} else {
+		err = l.load(o)
+		if err == nil {
+			err = l.loadProducerState(o.cleanShutdown)
+		}
 	}
 	if err != nil {
 		l.closeSegments()
@@ -355,6 +363,25 @@ func (l *Log) segmentConfig() segmentConfig {
 		sc.rollJitterMs = rand.Int64N(j)
 	}
 	return sc
+}
+
+// initEmpty sets up a log in the directory Open just created: one empty
+// segment at the log start offset, no epochs, no producers. load would
+// find the same after listing and reading an empty directory several
+// times.
+func (l *Log) initEmpty(o options) error {
+	l.epochs = NewLeaderEpochCache(nil, l.persistEpochs)
+	start := max(o.logStartOffset, 0)
+	seg, err := createSegment(l.fsys, l.dir, start, l.segmentConfig(), l.nowMs(), l.lg, true)
+	if err != nil {
+		return err
+	}
+	l.segments = []*Segment{seg}
+	l.dirGen++
+	l.logStartOffset, l.logEndOffset, l.recoveryPoint, l.flushTarget = start, start, start, start
+	l.highWatermark = start
+	l.producers = NewProducerStateManager()
+	return nil
 }
 
 // WritePartitionMetadata writes the partition.metadata file (Kafka's
@@ -376,7 +403,13 @@ func (l *Log) WritePartitionMetadata(topicID [16]byte) error {
 	if err != nil {
 		return err
 	}
-	path := l.dir + "/" + checkpoint.PartitionMetadataFile
+	return l.writeUnsynced(checkpoint.PartitionMetadataFile, b)
+}
+
+// writeUnsynced replaces the file name of a log created and not yet
+// flushed, without an fsync (see createdUnsynced), under l.mu.
+func (l *Log) writeUnsynced(name string, b []byte) error {
+	path := l.dir + "/" + name
 	f, err := l.fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -389,25 +422,29 @@ func (l *Log) WritePartitionMetadata(topicID [16]byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	l.dirGen++
+	l.unsyncedWrites++
 	return nil
 }
 
-// syncCreation makes a new log's directory durable: partition.metadata,
+// syncCreation makes a new log's directory durable: partition.metadata, the
+// leader-epoch checkpoint,
 // the directory (by the caller's dir sync) and the log dir holding it.
 func (l *Log) syncCreation() error {
-	path := l.dir + "/" + checkpoint.PartitionMetadataFile
-	f, err := l.fsys.OpenFile(path, os.O_RDWR, 0)
-	switch {
-	case err == nil:
-		err = f.Sync()
-		if cerr := f.Close(); err == nil {
-			err = cerr
+	for _, name := range []string{checkpoint.PartitionMetadataFile, checkpoint.LeaderEpochFile} {
+		path := l.dir + "/" + name
+		f, err := l.fsys.OpenFile(path, os.O_RDWR, 0)
+		switch {
+		case err == nil:
+			err = f.Sync()
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		case errors.Is(err, fs.ErrNotExist):
+			err = nil
 		}
-	case errors.Is(err, fs.ErrNotExist):
-		err = nil
-	}
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", path, err)
+		}
 	}
 	if err := l.fsys.SyncDir(l.dir); err != nil {
 		return fmt.Errorf("sync dir %s: %w", l.dir, err)
@@ -424,6 +461,13 @@ func (l *Log) persistEpochs(entries []EpochEntry) error {
 		// pay two fsyncs (file and directory) to write that it has no
 		// epochs yet.
 		return nil
+	}
+	if l.createdUnsynced {
+		// A log created by this process and not flushed yet: its first
+		// flush syncs the checkpoint with the directory (syncCreation).
+		// Until then a crash may lose the directory, epochs and all, and
+		// the log holds nothing durable they could describe.
+		return l.writeUnsynced(checkpoint.LeaderEpochFile, checkpoint.EncodeLeaderEpochs(entries))
 	}
 	if err := checkpoint.WriteLeaderEpochs(l.fsys, l.dir, entries); err != nil {
 		return fmt.Errorf("write leader epochs of %s: %w", l.dir, err)

@@ -145,7 +145,7 @@ func (l *Log) load(o options) error {
 		}
 	}
 	if len(l.segments) == 0 {
-		seg, err := createSegment(l.fsys, l.dir, lsoCheckpoint, l.segmentConfig(), nowMs, l.lg)
+		seg, err := createSegment(l.fsys, l.dir, lsoCheckpoint, l.segmentConfig(), nowMs, l.lg, false)
 		if err != nil {
 			return err
 		}

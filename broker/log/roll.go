@@ -34,7 +34,7 @@ func (l *Log) roll(expectedNextOffset int64, reason string) (*Segment, error) {
 	if err := old.onBecomeInactive(); err != nil {
 		return nil, err
 	}
-	seg, err := createSegment(l.fsys, l.dir, newBase, l.segmentConfig(), l.nowMs(), l.lg)
+	seg, err := createSegment(l.fsys, l.dir, newBase, l.segmentConfig(), l.nowMs(), l.lg, false)
 	if err != nil {
 		return nil, err
 	}

@@ -124,12 +124,19 @@ type Segment struct {
 
 // createSegment makes a new, empty segment, replacing stale files of the
 // same name.
-func createSegment(fsys vfs.FS, dir string, base int64, cfg segmentConfig, nowMs int64, lg *slog.Logger) (*Segment, error) {
+//
+// fresh says the directory was just created, so there is nothing stale to
+// remove: a partition is created with three file creations, not a dozen
+// calls (10,000 partitions at once are created in the request that makes
+// them).
+func createSegment(fsys vfs.FS, dir string, base int64, cfg segmentConfig, nowMs int64, lg *slog.Logger, fresh bool) (*Segment, error) {
 	s := &Segment{fsys: fsys, dir: dir, lg: lg, baseOffset: base, cfg: cfg, logPath: FileName(dir, base, LogSuffix),
 		created: nowMs, rollingTs: -1, rollingTsKnown: true}
-	for _, suf := range []string{IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
-		if err := fsys.Remove(FileName(dir, base, suf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("create segment %s: remove stale file: %w", s.logPath, err)
+	if !fresh {
+		for _, suf := range []string{IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
+			if err := fsys.Remove(FileName(dir, base, suf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("create segment %s: remove stale file: %w", s.logPath, err)
+			}
 		}
 	}
 	f, err := fsys.OpenFile(s.logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
@@ -137,7 +144,7 @@ func createSegment(fsys vfs.FS, dir string, base int64, cfg segmentConfig, nowMs
 		return nil, fmt.Errorf("create segment %s: %w", s.logPath, err)
 	}
 	s.log = f
-	if err := s.openIndexes(false); err != nil {
+	if err := s.createIndexes(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("create segment %s: %w", s.logPath, err)
 	}
@@ -166,6 +173,22 @@ func openSegment(fsys vfs.FS, dir string, base int64, cfg segmentConfig, nowMs i
 		return nil, &CorruptError{Path: s.logPath, Offset: s.size, Err: ErrCorruptLog, Reason: "segment larger than 2 GiB"}
 	}
 	return s, nil
+}
+
+// createIndexes makes new, empty, preallocated index files (replacing any
+// of the same name).
+func (s *Segment) createIndexes() error {
+	ox := newIndexFile(s.fsys, FileName(s.dir, s.baseOffset, IndexSuffix), OffsetIndexEntrySize, s.cfg.maxIndexSize)
+	if err := ox.create(); err != nil {
+		return err
+	}
+	tx := newIndexFile(s.fsys, FileName(s.dir, s.baseOffset, TimeIndexSuffix), TimeIndexEntrySize, s.cfg.maxIndexSize)
+	if err := tx.create(); err != nil {
+		return err
+	}
+	s.index = &OffsetIndex{x: ox, baseOffset: s.baseOffset}
+	s.timeIndex = &TimeIndex{x: tx, baseOffset: s.baseOffset}
+	return nil
 }
 
 // openIndexes opens (load=true: reads and checks) or creates the indexes.

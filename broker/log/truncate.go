@@ -83,7 +83,7 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 		}
 	}
 	l.segments = l.segments[:0]
-	seg, err := createSegment(l.fsys, l.dir, offset, l.segmentConfig(), l.nowMs(), l.lg)
+	seg, err := createSegment(l.fsys, l.dir, offset, l.segmentConfig(), l.nowMs(), l.lg, false)
 	if err != nil {
 		l.failed = err
 		return err
