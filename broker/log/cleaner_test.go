@@ -21,6 +21,7 @@ import (
 	"github.com/qk-project/qk/broker/log/checkpoint"
 	"github.com/qk-project/qk/broker/record"
 	"github.com/qk-project/qk/broker/vfs"
+	"github.com/qk-project/qk/internal/fixtures"
 )
 
 // kv is one record of a compacted topic; a nil value is a tombstone.
@@ -664,13 +665,9 @@ func TestCleanCrashAtEachStep(t *testing.T) {
 }
 
 func TestCleanKafkaConsumerOffsets(t *testing.T) {
-	src := filepath.Join(fixtureDir, "kafka271-zk-single-broker/kafka-logs")
 	for _, p := range []int{17, 28, 39} {
 		name := fmt.Sprintf("__consumer_offsets-%d", p)
-		from := filepath.Join(src, name)
-		if _, err := os.Stat(from); err != nil {
-			t.Fatalf("fixture %s is missing from testdata/fixtures", from)
-		}
+		from := fixtures.Path(t, "kafka271-zk-single-broker/kafka-logs/"+name)
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), name)
 			require.NoError(t, os.MkdirAll(dir, 0o755))

@@ -84,11 +84,11 @@ func TestFailedLogGetsNoCleanShutdownMarker(t *testing.T) {
 	require.Equal(t, int64(5), bt.BaseOffset())
 }
 
-// TestGapBetweenFlushedSegmentsSurvivesUncleanOpen: a follower whose
-// leader skipped offsets (compacted topic) rolls at the gap. Once flushed,
-// both segments are durable and an unclean open (recovery point not yet
-// checkpointed) must keep them; a second crash must too.
-func TestGapBetweenFlushedSegmentsSurvivesUncleanOpen(t *testing.T) {
+// flushedGapLog is a follower's log on a Mem file system with a gap at a
+// segment boundary: offsets 0-4 in segment 0, 10-14 in segment 10 (the
+// leader's log was compacted), flushed.
+func flushedGapLog(t *testing.T) (*vfs.MemFS, Config, *Log) {
+	t.Helper()
 	fsys := vfs.NewMem()
 	cfg := smallConfig()
 	cfg.SegmentBytes = 1000
@@ -98,8 +98,17 @@ func TestGapBetweenFlushedSegmentsSurvivesUncleanOpen(t *testing.T) {
 	require.NoError(t, err)
 	_, err = l.AppendAsFollower(followerBatch(t, 10, 5, 2000))
 	require.NoError(t, err)
-	require.Equal(t, []int64{0, 10}, l.SegmentBaseOffsets())
 	require.NoError(t, l.Flush(l.LogEndOffset()))
+	return fsys, cfg, l
+}
+
+// TestGapBetweenFlushedSegmentsSurvivesUncleanOpen: a follower whose
+// leader skipped offsets (compacted topic) rolls at the gap. Once flushed,
+// both segments are durable and an unclean open (recovery point not yet
+// checkpointed) must keep them; a second crash must too.
+func TestGapBetweenFlushedSegmentsSurvivesUncleanOpen(t *testing.T) {
+	fsys, cfg, l := flushedGapLog(t)
+	require.Equal(t, []int64{0, 10}, l.SegmentBaseOffsets())
 
 	crash := fsys.CrashClone()
 	l2, err := Open(crashDir, cfg, WithFS(crash), WithLogger(testLogger(t)), WithRecoveryPoint(0))
@@ -124,16 +133,7 @@ func TestGapBetweenFlushedSegmentsSurvivesUncleanOpen(t *testing.T) {
 // segment's base), a segment ending below the next one's base is a crash
 // hole, and the log ends there as before.
 func TestUnprovenGapEndsLog(t *testing.T) {
-	fsys := vfs.NewMem()
-	cfg := smallConfig()
-	cfg.SegmentBytes = 1000
-	l, err := Open(crashDir, cfg, WithFS(fsys), WithLogger(testLogger(t)))
-	require.NoError(t, err)
-	_, err = l.AppendAsFollower(followerBatch(t, 0, 5, 1000))
-	require.NoError(t, err)
-	_, err = l.AppendAsFollower(followerBatch(t, 10, 5, 2000))
-	require.NoError(t, err)
-	require.NoError(t, l.Flush(l.LogEndOffset()))
+	fsys, cfg, l := flushedGapLog(t)
 	require.NoError(t, l.Close())
 	require.NoError(t, fsys.Remove(crashDir+"/"+snapshotName(10)))
 

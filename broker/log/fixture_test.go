@@ -1,7 +1,6 @@
 package log
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/qk-project/qk/broker/record"
 	"github.com/qk-project/qk/broker/vfs"
+	"github.com/qk-project/qk/internal/fixtures"
 )
 
 // rebuildFixture copies a Kafka-written .log into a temp partition dir,
@@ -74,11 +74,8 @@ func TestRecoverRebuildsKafkaCleanShutdownIndexes(t *testing.T) {
 // copyFixtureDir copies a Kafka partition directory into a temp log dir.
 func copyFixtureDir(t *testing.T, rel string) string {
 	t.Helper()
-	src := filepath.Join(fixtureDir, rel)
+	src := fixtures.Path(t, rel)
 	entries, err := os.ReadDir(src)
-	if errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("fixture %s is missing from testdata/fixtures, which ships with the repository", rel)
-	}
 	require.NoError(t, err)
 	dst := filepath.Join(t.TempDir(), filepath.Base(src))
 	require.NoError(t, os.MkdirAll(dst, 0o755))

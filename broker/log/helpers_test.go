@@ -2,13 +2,10 @@ package log
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -20,19 +17,14 @@ import (
 
 	"github.com/qk-project/qk/broker/record"
 	"github.com/qk-project/qk/broker/vfs"
+	"github.com/qk-project/qk/internal/fixtures"
 )
 
-// fixtureDir holds the Kafka-written fixtures (see its README.md).
-const fixtureDir = "../../testdata/fixtures"
-
+// fixture reads a file written by real Kafka (internal/fixtures fails
+// the test when it is missing).
 func fixture(t testing.TB, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtureDir, rel))
-	if errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("fixture %s is missing from testdata/fixtures, which ships with the repository", rel)
-	}
-	require.NoError(t, err)
-	return b
+	return fixtures.Read(t, rel)
 }
 
 func testLogger(t testing.TB) *slog.Logger {
