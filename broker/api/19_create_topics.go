@@ -69,18 +69,18 @@ func (h *Handler) handleCreateTopics(c *call) {
 	c.respond(resp)
 }
 
-// offlineHere reports the partitions of a topic just created (or grown)
-// whose logs could not be created on this broker: the request fails with
-// KAFKA_STORAGE_ERROR and the cause, and the partitions are offline, so
-// that no partition is taken for served that is not.
-func (h *Handler) offlineHere(t *controller.Topic) error {
+// offlineHere reports the partitions from on of a topic just created (or
+// grown) whose logs could not be created on this broker: the request fails
+// with KAFKA_STORAGE_ERROR and the cause, and the partitions are offline,
+// so that no partition is taken for served that is not.
+func (h *Handler) offlineHere(t *controller.Topic, from int32) error {
 	if t == nil {
 		return nil
 	}
 	var n int
 	var first error
 	for _, p := range t.Partitions {
-		if !slices.Contains(p.Replicas, h.cfg.BrokerID) || !h.cfg.Replicas.Offline(t.Name, p.Partition) {
+		if p.Partition < from || !slices.Contains(p.Replicas, h.cfg.BrokerID) || !h.cfg.Replicas.Offline(t.Name, p.Partition) {
 			continue
 		}
 		if n++; first == nil {
@@ -89,6 +89,10 @@ func (h *Handler) offlineHere(t *controller.Topic) error {
 	}
 	if n == 0 {
 		return nil
+	}
+	if from > 0 {
+		return fmt.Errorf("partitions of topic %s were created, but %d of the %d new ones are offline on broker %d (first: %w)",
+			t.Name, n, int32(len(t.Partitions))-from, h.cfg.BrokerID, first)
 	}
 	return fmt.Errorf("topic %s was created, but %d of its %d partitions are offline on broker %d (first: %w)",
 		t.Name, n, len(t.Partitions), h.cfg.BrokerID, first)
@@ -147,7 +151,7 @@ func (h *Handler) createTopic(ctx context.Context, c *call, rt kmsg.CreateTopics
 	if err != nil {
 		return createdTopic{}, err
 	}
-	if err := h.offlineHere(t); err != nil {
+	if err := h.offlineHere(t, 0); err != nil {
 		return createdTopic{}, err
 	}
 	out := createdTopic{partitions: spec.NumPartitions, replicationFactor: spec.ReplicationFactor, config: spec.Config}

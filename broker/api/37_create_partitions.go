@@ -43,9 +43,13 @@ func (h *Handler) handleCreatePartitions(c *call) {
 					assignment = append(assignment, a.Replicas)
 				}
 			}
+			var before int32
+			if old := h.cfg.Cache.Snapshot().Topics[t.Topic]; old != nil {
+				before = int32(len(old.Partitions))
+			}
 			err = h.cfg.Controller.CreatePartitions(ctx, t.Topic, t.Count, assignment, req.ValidateOnly)
 			if err == nil && !req.ValidateOnly {
-				err = h.offlineHere(h.cfg.Cache.Snapshot().Topics[t.Topic])
+				err = h.offlineHere(h.cfg.Cache.Snapshot().Topics[t.Topic], before)
 			}
 		}
 		if err != nil {

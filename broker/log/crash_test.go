@@ -516,3 +516,50 @@ func TestFailedSyncKeepsRecoveryPoint(t *testing.T) {
 	_ = bytes.Equal
 	_ = fs.ErrNotExist
 }
+
+// TestKilledBeforeFirstFlushDirSyncedLater: a broker creates a partition
+// and is killed (SIGKILL: the page cache survives) before the log's first
+// flush, so the directory exists but its entry was never fsynced. The
+// restarted broker loads it (an unclean start), appends and flushes: that
+// flush must make the directory durable too, or a power loss takes the
+// flushed data with the directory.
+func TestKilledBeforeFirstFlushDirSyncedLater(t *testing.T) {
+	mem := vfs.NewMem()
+	require.NoError(t, vfs.MkdirAllSync(mem, "/data", 0o755))
+	l, err := Open(crashDir, crashConfig(), WithFS(mem), WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	require.NoError(t, l.WritePartitionMetadata([16]byte{1}))
+	// Killed: no Close, no flush. The next process sees the same files.
+	l2, err := Open(crashDir, crashConfig(), WithFS(mem), WithLogger(testLogger(t)), WithCleanShutdown(false))
+	require.NoError(t, err)
+	_, err = l2.Append(makeBatch(t, 5, 1000, 100), 0)
+	require.NoError(t, err)
+	require.NoError(t, l2.Flush(l2.LogEndOffset()))
+	require.Equal(t, int64(5), l2.RecoveryPoint())
+
+	// Power loss: only what was synced survives.
+	l3, err := Open(crashDir, crashConfig(), WithFS(mem.CrashClone()), WithLogger(testLogger(t)), WithRecoveryPoint(5))
+	require.NoError(t, err)
+	require.Equal(t, int64(5), l3.LogEndOffset(), "flushed records survive with their directory")
+	require.NoError(t, l3.Close())
+	l.closeWithoutFlush()
+	require.NoError(t, l2.Close())
+}
+
+// TestFailedCreateLeavesNoDirectory: when Open cannot create a new log's
+// files, it removes the directory it made, so that a retry creates the
+// log afresh instead of loading a directory that was never made durable.
+func TestFailedCreateLeavesNoDirectory(t *testing.T) {
+	mem := vfs.NewMem()
+	faulty := vfs.NewFaulty(mem, vfs.FailPath(vfs.OpCreate, LogSuffix, nil))
+	_, err := Open(crashDir, crashConfig(), WithFS(faulty), WithLogger(testLogger(t)))
+	require.ErrorIs(t, err, vfs.ErrInjected)
+	_, err = mem.Stat(crashDir)
+	require.ErrorIs(t, err, fs.ErrNotExist)
+
+	faulty.SetInjector(nil)
+	l, err := Open(crashDir, crashConfig(), WithFS(faulty), WithLogger(testLogger(t)))
+	require.NoError(t, err)
+	require.Equal(t, int64(0), l.LogEndOffset())
+	require.NoError(t, l.Close())
+}

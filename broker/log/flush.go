@@ -90,7 +90,11 @@ func (l *Log) flushFiles(upTo int64) error {
 	upTo = min(upTo, l.logEndOffset)
 	gen := l.dirGen
 	needDirSync := gen != l.syncedDirGen
-	created, writes := l.createdUnsynced, l.unsyncedWrites
+	// A new log's files written so far without an fsync are synced by
+	// this flush (syncCreation, below); from here on they are written
+	// durably, so nothing written while this flush runs is left unsynced.
+	created := l.dirUnsynced
+	l.createdUnsynced = false
 	if upTo <= l.recoveryPoint && !needDirSync && !created && len(l.rolledUnsynced) == 0 && len(l.pendingSnaps) == 0 {
 		l.mu.Unlock()
 		return nil
@@ -163,8 +167,8 @@ func (l *Log) flushFiles(upTo int64) error {
 
 	l.mu.Lock()
 	l.syncedDirGen = max(l.syncedDirGen, gen)
-	if created && writes == l.unsyncedWrites {
-		l.createdUnsynced = false
+	if created {
+		l.dirUnsynced = false
 	}
 	if upTo > l.recoveryPoint {
 		l.recoveryPoint = min(upTo, l.logEndOffset)

@@ -231,18 +231,24 @@ type Log struct {
 	lastFlushMs    int64
 	dirGen         uint64 // bumped when files are created, renamed or removed
 	syncedDirGen   uint64
-	// createdUnsynced says Open created the partition directory and
-	// nothing has made the creation durable yet: the next flush fsyncs
-	// partition.metadata, the directory and its parent (the log dir)
-	// before it counts anything as flushed. Creating a partition so costs
-	// no fsync in the request that creates it (10,000 partitions were 30,000
-	// fsyncs), and nothing is lost: until its first flush a log holds
-	// nothing durable, and a partition whose directory a crash took is
-	// created again, empty, at the next start.
+	// createdUnsynced says Open created the partition directory and no
+	// flush has started since: partition.metadata and the leader-epoch
+	// checkpoint are written without an fsync (writeUnsynced), and the
+	// first flush fsyncs them, the directory and its parent (the log dir)
+	// before it counts anything as flushed (dirUnsynced). Creating a
+	// partition so costs no fsync in the request that creates it (10,000
+	// partitions were 30,000 fsyncs), and nothing is lost: until its first
+	// flush a log holds nothing durable, and a partition whose directory a
+	// crash took is created again, empty, at the next start. The flush
+	// clears it when it plans its work (under mu), so a write made while
+	// the flush runs takes the durable path.
 	createdUnsynced bool
-	// unsyncedWrites counts writeUnsynced calls, so that a flush that ran
-	// alongside one does not count the creation as synced.
-	unsyncedWrites uint64
+	// dirUnsynced says the directory's own entry, in the log dir, may not
+	// be durable: the log was created here, or loaded after an unclean
+	// shutdown (a directory created by a process that was killed before
+	// its first flush exists only in the page cache). The next flush
+	// syncs the directory and the log dir (syncCreation) first.
+	dirUnsynced    bool
 	epochs         *LeaderEpochCache
 	pending        []pendingDelete
 	failed         error // set when a write left the log in an unknown state
@@ -333,15 +339,24 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 		if err := l.fsys.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("open log %s: %w", dir, err)
 		}
-		l.createdUnsynced = true
+		l.createdUnsynced, l.dirUnsynced = true, true
 		l.dirGen++
 	} else if err != nil {
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
 	var err error
 	if l.createdUnsynced {
-		err = l.initEmpty(o)
+		if err = l.initEmpty(o); err != nil {
+			// Leave nothing half made: a retry must find no directory,
+			// not load this one as if it had been made durable.
+			l.closeSegments()
+			if rerr := l.fsys.RemoveAll(dir); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+			return nil, fmt.Errorf("open log %s: %w", dir, err)
+		}
 	} else {
+		l.dirUnsynced = !o.cleanShutdown
 		err = l.load(o)
 		if err == nil {
 			err = l.loadProducerState(o.cleanShutdown)
@@ -422,7 +437,6 @@ func (l *Log) writeUnsynced(name string, b []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	l.dirGen++
-	l.unsyncedWrites++
 	return nil
 }
 

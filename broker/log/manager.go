@@ -89,7 +89,10 @@ type Manager struct {
 	// creating are the logs CreateLog is opening outside mu; a second
 	// CreateLog of the same partition waits for the channel to close.
 	creating map[TopicPartition]chan struct{}
-	closed   bool
+	// creations counts CreateLog calls opening a log; Close waits for
+	// them, so none writes to a log dir after its clean-shutdown marker.
+	creations sync.WaitGroup
+	closed    bool
 
 	// lastWritten remembers each checkpoint file's last content so that
 	// unchanged checkpoints are not rewritten.
@@ -366,6 +369,8 @@ func (m *Manager) CreateLog(topic string, partition int32, cfg Config) (*Log, er
 	done := make(chan struct{})
 	m.creating[tp] = done
 	m.perDir[dir]++ // reserved, so concurrent creations spread over the dirs
+	m.creations.Add(1)
+	defer m.creations.Done()
 	m.mu.Unlock()
 
 	l, err := Open(dir+"/"+tp.String(), cfg, WithFS(m.fsys), WithLogger(m.lg), WithClock(m.now), WithCleanShutdown(true))
@@ -375,7 +380,8 @@ func (m *Manager) CreateLog(topic string, partition int32, cfg Config) (*Log, er
 	close(done)
 	m.perDir[dir]--
 	closed := m.closed
-	if err == nil && !closed {
+	existing := m.logs[tp] // put back by a DeleteLog whose rename failed
+	if err == nil && !closed && existing == nil {
 		m.put(tp, l, dir)
 	}
 	m.mu.Unlock()
@@ -385,6 +391,9 @@ func (m *Manager) CreateLog(topic string, partition int32, cfg Config) (*Log, er
 	case closed:
 		l.closeWithoutFlush()
 		return nil, ErrClosed
+	case existing != nil:
+		l.closeWithoutFlush()
+		return existing, nil
 	}
 	m.lg.Info("created log", "topic", topic, "partition", partition, "dir", dir)
 	return l, nil
@@ -437,7 +446,11 @@ func (m *Manager) DeleteLog(topic string, partition int32) error {
 		// The partition is still there: keep serving it (unless it was
 		// created again meanwhile, which cannot have opened this dir).
 		m.mu.Lock()
-		if _, again := m.logs[tp]; !again && !m.closed {
+		_, again := m.logs[tp]
+		if _, creating := m.creating[tp]; creating {
+			again = true // a new log is being opened at this path: it wins
+		}
+		if !again && !m.closed {
 			l.resume(snaps)
 			m.put(tp, l, dir)
 			l = nil
@@ -630,6 +643,7 @@ func (m *Manager) Close() error {
 	close(m.stop)
 	m.wg.Wait()
 	m.deleting.Wait()
+	m.creations.Wait()
 
 	logs := m.Logs()
 	failedDirs := map[string]bool{}

@@ -105,7 +105,8 @@ offset is ignored. TOPIC, when given, names the topic of every record, as
 kcat's -t does: a record's "topic" field is then ignored, so a consumed
 topic can be copied into another. Without TOPIC each record goes to the
 topic its "topic" field names (with -f: its %t), and a record without one
-is an error.
+is an error. A record's partition must exist in the topic it goes to: to
+copy into a topic with fewer partitions, pass -p.
 
 With -f LAYOUT each record is read with franz-go's record reader
 (kgo.RecordReader), kcat-like: %t topic, %k key, %v value, %p partition,
