@@ -5,7 +5,7 @@
 // after SIGTERM, and prints for each step its wall time, the broker's
 // open descriptors and RSS, and (for CreateTopics) the broker's CPU time.
 //
-//	go run ./bench/restart -partitions 1000,10000
+//	go run ./bench/restart -partitions 1000,10000 [-set num.recovery.threads.per.data.dir=8]
 //
 // Ready means a Metadata request lists the topic with every partition led;
 // the broker answers requests only once it has loaded its logs.
@@ -33,12 +33,22 @@ func main() {
 	qk := flag.String("qk", "bin/qk", "qk binary")
 	counts := flag.String("partitions", "1000,10000", "comma-separated partition counts")
 	dataRoot := flag.String("dir", "", "directory for the data dirs (default: a temp dir)")
+	flag.Func("set", "broker setting key=value passed to qk broker start --set (repeatable)", func(s string) error {
+		if !strings.Contains(s, "=") {
+			return fmt.Errorf("want key=value, got %q", s)
+		}
+		sets = append(sets, "--set", s)
+		return nil
+	})
 	flag.Parse()
 	if err := run(*qk, *counts, *dataRoot); err != nil {
 		fmt.Fprintln(os.Stderr, "restart:", err)
 		os.Exit(1)
 	}
 }
+
+// sets are the -set flags, as qk broker start arguments.
+var sets []string
 
 func run(qk, counts, root string) error {
 	if root == "" {
@@ -70,8 +80,8 @@ type broker struct {
 }
 
 func (b *broker) start() error {
-	b.cmd = exec.Command(b.qk, "broker", "start", "--set", "listeners=PLAINTEXT://"+b.addr,
-		"--set", "log.dirs="+filepath.Join(b.dir, "data"))
+	b.cmd = exec.Command(b.qk, append([]string{"broker", "start", "--set", "listeners=PLAINTEXT://" + b.addr,
+		"--set", "log.dirs=" + filepath.Join(b.dir, "data")}, sets...)...)
 	logf, err := os.OpenFile(filepath.Join(b.dir, "broker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
