@@ -28,8 +28,8 @@ import (
 // Close returns ErrClosed or ErrSessionExpired.
 type Store interface {
 	// Create creates a node and returns its path, which differs from path
-	// only for Sequential nodes (path with the parent's CVersion appended,
-	// zero-padded to 10 digits). The parent must exist (ErrNoNode) and must
+	// only for Sequential nodes (path with the parent's count of child
+	// creations appended, zero-padded to 10 digits). The parent must exist (ErrNoNode) and must
 	// not be ephemeral (ErrNoChildrenForEphemerals); the node must not
 	// (ErrNodeExists). An Ephemeral node belongs to this session and is
 	// deleted when the session ends.
@@ -87,6 +87,25 @@ type SessionOpener interface {
 	OpenSession(ctx context.Context) (Store, error)
 }
 
+// Syncer is implemented by stores whose sessions may read from a replica
+// that lags (ZooKeeper: a follower): Sync makes the session's next reads
+// see every write committed before it, by any session.
+type Syncer interface {
+	Sync(ctx context.Context, path string) error
+}
+
+// Sync calls s's Sync if it has one; other stores are linearizable and
+// need none (the embedded store).
+func Sync(ctx context.Context, s Store, path string) error {
+	if sy, ok := s.(Syncer); ok {
+		return sy.Sync(ctx, path)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
 // AnyVersion, as the version of Set, Delete or a Check op, matches every
 // version of the node.
 const AnyVersion int32 = -1
@@ -99,8 +118,10 @@ const (
 	// Ephemeral nodes are deleted when the session that created them ends.
 	// They cannot have children.
 	Ephemeral CreateFlags = 1 << iota
-	// Sequential appends the parent's child version, zero-padded to 10
-	// digits, to the node's name: config_change_0000000042.
+	// Sequential appends the number of children the parent has had
+	// created so far (ZooKeeper's internal child count: its reported
+	// CVersion counts deletions too), zero-padded to 10 digits, to the
+	// node's name: config_change_0000000042.
 	Sequential
 )
 

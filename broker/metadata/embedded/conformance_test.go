@@ -91,3 +91,22 @@ func TestConformanceReopened(t *testing.T) {
 		return s
 	})
 }
+
+// TestSessionFaults runs the session-fault cases: the embedded store has no
+// connection to lose, so only expiry (ExpireSession, as a test makes a
+// broker lose its registration) and reads across sessions apply.
+func TestSessionFaults(t *testing.T) {
+	stores := map[metadata.Store]*embedded.Store{}
+	storetest.RunFaults(t, func(t *testing.T) metadata.Store {
+		s := embedded.New(embedded.WithLogger(testLogger(t)))
+		t.Cleanup(func() { require.NoError(t, s.Close()) })
+		sess, err := s.NewSession()
+		require.NoError(t, err)
+		stores[sess] = s
+		return sess
+	}, storetest.Faults{
+		Expire: func(t *testing.T, s metadata.Store) {
+			require.NoError(t, stores[s].ExpireSession(s.SessionID()))
+		},
+	})
+}

@@ -6,7 +6,8 @@
 //
 // Semantics are ZooKeeper's (see metadata.Store and storetest): every
 // committed change gets the next zxid; a Multi is one change with one
-// zxid; sequential names come from the parent's CVersion; watches are
+// zxid; sequential names count the parent's child creations (its CVersion
+// counts deletions too, as ZooKeeper reports it); watches are
 // one-shot. Ephemeral nodes live in memory only: they vanish when their
 // session ends and on restart, as after a ZooKeeper session expiry.
 //

@@ -165,7 +165,10 @@ func (t *txn) create(path string, data []byte, flags metadata.CreateFlags) (stri
 		return "", metadata.ErrNoNode
 	}
 	if seq {
-		path = fmt.Sprintf("%s%010d", path, parent.stat.CVersion)
+		// ZooKeeper numbers sequential children by the parent's count of
+		// child creations; the CVersion it reports counts deletions too
+		// (DataNode.copyStat: creations × 2 − children).
+		path = fmt.Sprintf("%s%010d", path, (parent.stat.CVersion+parent.stat.NumChildren)/2)
 	}
 	if t.d.nodes[path] != nil {
 		return "", metadata.ErrNodeExists

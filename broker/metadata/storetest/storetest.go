@@ -395,28 +395,31 @@ func testSequential(t *testing.T, s metadata.Store) {
 		data, _ := mustGet(t, s, p)
 		require.Equal(t, []byte{byte(i)}, data)
 	}
-	// The suffix is the parent's CVersion, which deletions bump too.
+	// The suffix counts the parent's child creations, as real ZooKeeper's
+	// does; the CVersion it reports counts deletions too.
 	mustCreate(t, s, "/s/x", nil, 0)
 	require.NoError(t, s.Delete(bg, "/s/x", metadata.AnyVersion))
-	require.Equal(t, "/s/n-0000000005", mustCreate(t, s, "/s/n-", nil, metadata.Sequential))
-	require.Equal(t, "/s/other_0000000006", mustCreate(t, s, "/s/other_", nil, metadata.Sequential))
-	require.Equal(t, "/s/0000000007", mustCreate(t, s, "/s/", nil, metadata.Sequential))
+	_, st := mustGet(t, s, "/s")
+	require.Equal(t, int32(5), st.CVersion, "4 creations and a deletion")
+	require.Equal(t, "/s/n-0000000004", mustCreate(t, s, "/s/n-", nil, metadata.Sequential))
+	require.Equal(t, "/s/other_0000000005", mustCreate(t, s, "/s/other_", nil, metadata.Sequential))
+	require.Equal(t, "/s/0000000006", mustCreate(t, s, "/s/", nil, metadata.Sequential))
 
 	p := mustCreate(t, s, "/s/e-", nil, metadata.Ephemeral|metadata.Sequential)
-	require.Equal(t, "/s/e-0000000008", p)
-	_, st := mustGet(t, s, p)
+	require.Equal(t, "/s/e-0000000007", p)
+	_, st = mustGet(t, s, p)
 	require.Equal(t, s.SessionID(), st.EphemeralOwner)
 
 	// A sequential name that exists already is ErrNodeExists.
-	mustCreate(t, s, "/s/n-0000000010", nil, 0) // CVersion is now 10
+	mustCreate(t, s, "/s/n-0000000009", nil, 0) // the 9th creation: the next suffix is 9
 	_, err := s.Create(bg, "/s/n-", nil, metadata.Sequential)
 	require.ErrorIs(t, err, metadata.ErrNodeExists)
 
 	names, _, err := s.Children(bg, "/s")
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{
-		"n-0000000000", "n-0000000001", "n-0000000002", "n-0000000005",
-		"other_0000000006", "0000000007", "e-0000000008", "n-0000000010",
+		"n-0000000000", "n-0000000001", "n-0000000002", "n-0000000004",
+		"other_0000000005", "0000000006", "e-0000000007", "n-0000000009",
 	}, names)
 }
 
