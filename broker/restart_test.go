@@ -3,6 +3,7 @@
 package broker_test
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -100,10 +101,17 @@ func TestMetaProperties(t *testing.T) {
 	_, err = broker.New(cfg)
 	require.ErrorIs(t, err, broker.ErrMetaProperties)
 
-	cfg, _, err = config.Load(config.LoadOptions{Sets: []string{"zookeeper.connect=127.0.0.1:2181", "log.dirs=" + t.TempDir()}})
+	// No ZooKeeper at zookeeper.connect: a clear error within
+	// zookeeper.connection.timeout.ms.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	nobody := ln.Addr().String()
+	ln.Close()
+	cfg, _, err = config.Load(config.LoadOptions{Sets: []string{"zookeeper.connect=" + nobody + "/qk",
+		"zookeeper.connection.timeout.ms=300", "log.dirs=" + t.TempDir()}})
 	require.NoError(t, err)
 	_, err = broker.New(cfg)
-	require.ErrorIs(t, err, broker.ErrZooKeeper)
+	require.ErrorContains(t, err, "no ZooKeeper session with "+nobody+" within zookeeper.connection.timeout.ms (300ms)")
 }
 
 // TestLogDirLocked: a second broker on a log dir in use is refused, and

@@ -27,6 +27,7 @@ import (
 	"github.com/qk-project/qk/broker/log/checkpoint"
 	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/metadata/embedded"
+	"github.com/qk-project/qk/broker/metadata/zkstore"
 	"github.com/qk-project/qk/broker/network"
 	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/replica"
@@ -37,10 +38,6 @@ import (
 // first log dir. The log manager leaves it alone: it is not named like a
 // partition.
 const MetadataDir = "__qk_metadata"
-
-// ErrZooKeeper is returned by New when zookeeper.connect is set: qk does
-// not speak to ZooKeeper yet.
-var ErrZooKeeper = errors.New("broker: zookeeper.connect is set, but qk cannot use ZooKeeper yet; unset it to use the embedded metadata store")
 
 // ErrMetaProperties means a log dir's meta.properties belongs to another
 // broker or cluster.
@@ -114,9 +111,6 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 	if o.lg == nil {
 		o.lg = slog.New(slog.DiscardHandler)
 	}
-	if cfg.ZookeeperConnect != "" {
-		return nil, ErrZooKeeper
-	}
 	if len(cfg.LogDirs) == 0 {
 		return nil, log.ErrLogDirs
 	}
@@ -133,6 +127,23 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s.locks = locks
+	if s.store == nil && cfg.ZookeeperConnect != "" {
+		// A cluster member: ZooKeeper is the source of truth, as in
+		// Kafka's ZooKeeper mode.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.ZookeeperConnectionTimeoutMs)*time.Millisecond+5*time.Second)
+		st, err := zkstore.Open(ctx, zkstore.Config{
+			Servers: cfg.ZookeeperServers, Chroot: cfg.ZookeeperChroot,
+			SessionTimeout:    time.Duration(cfg.ZookeeperSessionTimeoutMs) * time.Millisecond,
+			ConnectionTimeout: time.Duration(cfg.ZookeeperConnectionTimeoutMs) * time.Millisecond,
+			Logger:            o.lg,
+		})
+		cancel()
+		if err != nil {
+			unlockDirs(s.locks)
+			return nil, fmt.Errorf("broker: zookeeper.connect=%s: %w", cfg.ZookeeperConnect, err)
+		}
+		s.store = st
+	}
 	if s.store == nil {
 		st, err := embedded.Open(vfs.OS, filepath.Join(cfg.LogDirs[0], MetadataDir), embedded.WithLogger(o.lg))
 		if err != nil {
@@ -301,7 +312,14 @@ func (s *Server) Start() (err error) {
 	if err != nil {
 		return err
 	}
-	s.brokerEpoch, err = controller.Register(ctx, s.store, cfg.BrokerID, endpoints, cfg.BrokerRack, s.now())
+	s.brokerEpoch, err = controller.Register(ctx, s.store, controller.Registration{
+		BrokerID: cfg.BrokerID, Endpoints: endpoints, Rack: cfg.BrokerRack, Now: s.now(),
+		// A broker restarted faster than its old session expired finds
+		// its node still there: wait for that session (at most one
+		// session timeout, as ours, plus a margin) instead of failing.
+		WaitForOldSession: time.Duration(cfg.ZookeeperSessionTimeoutMs)*time.Millisecond + 5*time.Second,
+		Logger:            s.lg,
+	})
 	if err != nil {
 		return err
 	}

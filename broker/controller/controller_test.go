@@ -29,7 +29,8 @@ func startNode(t *testing.T, st *embedded.Store, id int32) *node {
 	sess, err := st.NewSession()
 	require.NoError(t, err)
 	require.NoError(t, metadata.EnsureKafkaPaths(ctx, sess))
-	_, err = Register(ctx, sess, id, []metadata.Endpoint{{Listener: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Host: "127.0.0.1", Port: 9092 + id}}, "", time.Now())
+	_, err = Register(ctx, sess, Registration{BrokerID: id, Now: time.Now(),
+		Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Host: "127.0.0.1", Port: 9092 + id}}})
 	require.NoError(t, err)
 	lg := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	n := &node{id: id, sess: sess, changes: make(chan [2]*Snapshot, 100)}

@@ -43,6 +43,7 @@ func newBrokerStartCmd() *cobra.Command {
 		printConfig bool
 		logFormat   string
 		debugAddr   string
+		zookeeper   string
 	)
 	cmd := &cobra.Command{
 		Use:   "start",
@@ -70,11 +71,19 @@ clean-shutdown marker, and exits with status 0.`,
   qk broker start --set num.partitions=3 --print-config
 
   # JSON logs for a log shipper
-  qk broker start --log-format json`,
+  qk broker start --log-format json
+
+  # A member of a cluster: brokers with one ZooKeeper and distinct ids
+  qk broker start --zookeeper 127.0.0.1:2181/qk --set broker.id=1 --set log.dirs=/var/lib/qk-1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if logFormat != "text" && logFormat != "json" {
 				return fmt.Errorf("invalid --log-format %q: want text or json", logFormat)
+			}
+			if zookeeper != "" {
+				// Shorthand for --set zookeeper.connect=..., before the
+				// other --set flags so that they can still override it.
+				sets = append([]string{"zookeeper.connect=" + zookeeper}, sets...)
 			}
 			cfg, warns, err := config.Load(config.LoadOptions{ConfigFile: file, Env: os.Environ(), ClientEnv: admin.ClientEnv, Sets: sets})
 			if err != nil {
@@ -104,6 +113,7 @@ clean-shutdown marker, and exits with status 0.`,
 	f := cmd.Flags()
 	f.StringVar(&file, "config", "", "broker config file: Kafka's .properties syntax, or YAML (.yaml, .yml)")
 	f.StringArrayVar(&sets, "set", nil, "a setting as key=value (Kafka's name), overriding the file and QK_ variables; repeatable")
+	f.StringVar(&zookeeper, "zookeeper", "", "join a cluster coordinated by ZooKeeper: host:port[,host:port...][/chroot] (zookeeper.connect)")
 	f.BoolVar(&printConfig, "print-config", false, "print the effective configuration with each value's source, then exit")
 	f.StringVar(&logFormat, "log-format", "text", "log line format on stderr: text or json")
 	f.StringVar(&debugAddr, "debug-addr", "", "serve Go's net/http/pprof profiles on this loopback address (host:port), for profiling the broker under load")

@@ -2,9 +2,10 @@
 // github.com/go-zookeeper/zk: the store a qk cluster uses, as Kafka's
 // ZooKeeper mode does. One Store is one ZooKeeper session.
 //
-// Connect strings are Kafka's zookeeper.connect: host:port[,host:port...]
-// with an optional chroot after the last server ("/kafka"), created if
-// missing as Kafka creates it. Every path of the Store is relative to the
+// The servers and chroot are Kafka's zookeeper.connect, host:port[,...]
+// with an optional chroot after the last server ("/kafka"), as
+// config.ParseZookeeperConnect splits it; the chroot is created if
+// missing, as Kafka creates it. Every path of the Store is relative to the
 // chroot: "/" is the chroot itself.
 //
 // Session semantics are metadata.Store's, stricter than the client
@@ -35,8 +36,10 @@ import (
 
 // Config says how to reach the ensemble.
 type Config struct {
-	// Connect is zookeeper.connect: "h1:2181,h2:2181/chroot".
-	Connect string
+	// Servers are the ensemble's host:port addresses.
+	Servers []string
+	// Chroot is "" or the path every Store path is under ("/kafka").
+	Chroot string
 	// SessionTimeout is zookeeper.session.timeout.ms (Kafka's default 18 s).
 	SessionTimeout time.Duration
 	// ConnectionTimeout is zookeeper.connection.timeout.ms: how long Open
@@ -60,34 +63,6 @@ type Store struct {
 	endOnce sync.Once
 }
 
-// ParseConnect splits a zookeeper.connect string into servers and chroot.
-func ParseConnect(s string) (servers []string, chroot string, err error) {
-	hosts := s
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		hosts, chroot = s[:i], s[i:]
-		chroot = strings.TrimSuffix(chroot, "/")
-		if chroot != "" {
-			if err := metadata.ValidatePath(chroot); err != nil {
-				return nil, "", fmt.Errorf("zkstore: zookeeper.connect %q: bad chroot: %w", s, err)
-			}
-		}
-	}
-	for _, h := range strings.Split(hosts, ",") {
-		h = strings.TrimSpace(h)
-		if h == "" {
-			continue
-		}
-		if !strings.Contains(h, ":") {
-			h += ":2181"
-		}
-		servers = append(servers, h)
-	}
-	if len(servers) == 0 {
-		return nil, "", fmt.Errorf("zkstore: zookeeper.connect %q names no server", s)
-	}
-	return servers, chroot, nil
-}
-
 // Open connects, waits for a session (ConnectionTimeout, or ctx) and
 // creates the chroot if it is missing.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
@@ -100,9 +75,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	servers, chroot, err := ParseConnect(cfg.Connect)
-	if err != nil {
-		return nil, err
+	servers, chroot := cfg.Servers, strings.TrimSuffix(cfg.Chroot, "/")
+	if len(servers) == 0 {
+		return nil, errors.New("zkstore: no ZooKeeper server")
+	}
+	if chroot != "" {
+		if err := metadata.ValidatePath(chroot); err != nil {
+			return nil, fmt.Errorf("zkstore: chroot: %w", err)
+		}
 	}
 	s := &Store{cfg: cfg, servers: servers, chroot: chroot, lg: cfg.Logger.With("component", "zkstore"),
 		done: make(chan struct{})}
@@ -119,7 +99,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 			}
 		}))
 	if err != nil {
-		return nil, fmt.Errorf("zkstore: connect %s: %w", cfg.Connect, err)
+		return nil, fmt.Errorf("zkstore: connect %s: %w", strings.Join(servers, ","), err)
 	}
 	s.conn = conn
 	timer := time.NewTimer(cfg.ConnectionTimeout)
@@ -131,7 +111,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("zkstore: no ZooKeeper session with %s within zookeeper.connection.timeout.ms (%v)", strings.Join(servers, ","), cfg.ConnectionTimeout)
 	case <-ctx.Done():
 		conn.Close()
-		return nil, fmt.Errorf("zkstore: connect %s: %w", cfg.Connect, ctx.Err())
+		return nil, fmt.Errorf("zkstore: connect %s: %w", strings.Join(servers, ","), ctx.Err())
 	}
 	s.session = conn.SessionID()
 	if chroot != "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/metadata/storetest"
 	"github.com/qk-project/qk/broker/metadata/zkstore"
@@ -27,7 +28,9 @@ func open(t testing.TB, connect string, session time.Duration) *zkstore.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := zkstore.Open(ctx, zkstore.Config{Connect: connect, SessionTimeout: session, Logger: testLogger(t)})
+	servers, chroot, err := config.ParseZookeeperConnect(connect)
+	require.NoError(t, err)
+	s, err := zkstore.Open(ctx, zkstore.Config{Servers: servers, Chroot: chroot, SessionTimeout: session, Logger: testLogger(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s

@@ -1,0 +1,315 @@
+//go:build integration
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/qk-project/qk/internal/zktest"
+)
+
+// zkCli is the ZooKeeper shell of Debian's zookeeper package.
+const zkCli = "/usr/share/zookeeper/bin/zkCli.sh"
+
+// startZKCluster starts a real ZooKeeper and n `qk broker start`
+// processes joined to it under the chroot /qk, with ids 0..n-1.
+func startZKCluster(t *testing.T, n int) (*zktest.Server, []*broker) {
+	t.Helper()
+	zk := zktest.Start(t)
+	var bs []*broker
+	for i := range n {
+		bs = append(bs, startBroker(t, withSet(
+			"broker.id="+strconv.Itoa(i),
+			"zookeeper.connect="+zk.Addr()+"/qk",
+			"zookeeper.session.timeout.ms=6000",
+			"offsets.topic.replication.factor=1",
+		)))
+	}
+	for _, b := range bs {
+		adm := b.admin()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			md, err := adm.BrokerMetadata(ctxFor(t, 5*time.Second))
+			if err == nil && len(md.Brokers) == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("broker %s does not see %d brokers: %v %v", b.addr, n, md.Brokers, err)
+			}
+			time.Sleep(50 * time.Millisecond) // polling interval
+		}
+	}
+	return zk, bs
+}
+
+// TestZooKeeperCluster: three qk processes on a real ZooKeeper form one
+// cluster. From every broker, franz-go and kcat -L see the three brokers
+// and one controller; a 12-partition topic is spread 4/4/4 with leaders on
+// all three; records produced through one bootstrap broker are consumed
+// byte for byte through another; and ZooKeeper's own zkCli reads the
+// brokers' registrations and the topic as Kafka's JSON.
+func TestZooKeeperCluster(t *testing.T) {
+	kcat := requireKcat(t)
+	const topic = "spread"
+	zk, bs := startZKCluster(t, 3)
+
+	createTopic(t, bs[1].admin(), topic, 12, nil)
+	for _, b := range bs {
+		adm := b.admin()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			md, err := adm.Metadata(ctxFor(t, 5*time.Second), topic)
+			leaders := map[int32]int{}
+			if err == nil && md.Topics[topic].Err == nil {
+				for _, p := range md.Topics[topic].Partitions {
+					if p.Err == nil {
+						leaders[p.Leader]++
+					}
+				}
+			}
+			if maps.Equal(leaders, map[int32]int{0: 4, 1: 4, 2: 4}) {
+				if md.Controller < 0 || md.Controller > 2 {
+					t.Fatalf("broker %s names controller %d", b.addr, md.Controller)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("broker %s: leaders of %s %v (err %v), want 4 on each of 0, 1, 2", b.addr, topic, leaders, err)
+			}
+			time.Sleep(50 * time.Millisecond) // polling interval
+		}
+
+		out := string(runCmd(t, time.Minute, nil, kcat, "-L", "-b", b.addr, "-t", topic))
+		if !strings.Contains(out, " 3 brokers:") || !strings.Contains(out, `topic "`+topic+`" with 12 partitions:`) {
+			t.Fatalf("kcat -L -b %s:\n%s", b.addr, out)
+		}
+		for id := range 3 {
+			if !regexp.MustCompile(fmt.Sprintf(`broker %d at 127\.0\.0\.1:\d+`, id)).MatchString(out) {
+				t.Fatalf("kcat -L -b %s does not list broker %d:\n%s", b.addr, id, out)
+			}
+		}
+	}
+
+	// Produce through broker 0, consume through broker 2.
+	const n = 1_200
+	var recs []*kgo.Record
+	want := map[int32][]string{}
+	for i := range n {
+		p := int32(i % 12)
+		v := fmt.Sprintf("value-%d-%s", i, strings.Repeat("x", i%50))
+		recs = append(recs, &kgo.Record{Partition: p, Key: []byte(strconv.Itoa(i)), Value: []byte(v)})
+		want[p] = append(want[p], strconv.Itoa(i)+"="+v)
+	}
+	cl := bs[0].client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := cl.ProduceSync(ctxFor(t, time.Minute), recs...).FirstErr(); err != nil {
+		t.Fatalf("produce through broker 0: %v", err)
+	}
+	ends := endOffsets(t, bs[2].admin(), topic)
+	got := consumeAll(t, bs[2].addr, topic, ends, time.Minute)
+	for p := range int32(12) {
+		var vals []string
+		for _, r := range got[p] {
+			vals = append(vals, string(r.Key)+"="+string(r.Value))
+		}
+		if !slices.Equal(vals, want[p]) {
+			t.Fatalf("partition %d read through broker 2: %d records, want the %d produced through broker 0 in order", p, len(vals), len(want[p]))
+		}
+	}
+
+	// ZooKeeper's own shell reads what the brokers wrote, as Kafka's JSON.
+	for id := range 3 {
+		reg := zkGet(t, zk, fmt.Sprintf("/qk/brokers/ids/%d", id))
+		var r struct {
+			Version   int      `json:"version"`
+			Endpoints []string `json:"endpoints"`
+			Port      int      `json:"port"`
+		}
+		if err := json.Unmarshal([]byte(reg), &r); err != nil || r.Version < 4 || len(r.Endpoints) != 1 || !strings.HasPrefix(r.Endpoints[0], "PLAINTEXT://127.0.0.1:") {
+			t.Fatalf("zkCli get /qk/brokers/ids/%d: %q (%v), want Kafka's registration JSON", id, reg, err)
+		}
+	}
+	var ctrl struct {
+		BrokerID int `json:"brokerid"`
+	}
+	if err := json.Unmarshal([]byte(zkGet(t, zk, "/qk/controller")), &ctrl); err != nil || ctrl.BrokerID < 0 || ctrl.BrokerID > 2 {
+		t.Fatalf("zkCli get /qk/controller: %v %+v", err, ctrl)
+	}
+	var assignment struct {
+		Partitions map[string][]int `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(zkGet(t, zk, "/qk/brokers/topics/"+topic)), &assignment); err != nil || len(assignment.Partitions) != 12 {
+		t.Fatalf("zkCli get /qk/brokers/topics/%s: %v %+v", topic, err, assignment)
+	}
+	var state struct {
+		Leader int   `json:"leader"`
+		ISR    []int `json:"isr"`
+	}
+	if err := json.Unmarshal([]byte(zkGet(t, zk, "/qk/brokers/topics/"+topic+"/partitions/0/state")), &state); err != nil || len(state.ISR) != 1 || state.ISR[0] != state.Leader {
+		t.Fatalf("zkCli get partition 0 state: %v %+v", err, state)
+	}
+}
+
+// freshMetadata asks the broker at addr for the cluster's brokers and
+// controller with a new client each time: a client's own metadata cache
+// would answer with the view from before a failure.
+func freshMetadata(t *testing.T, addr string) (kadm.Metadata, error) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	return kadm.NewClient(cl).BrokerMetadata(ctxFor(t, 5*time.Second))
+}
+
+// zkGet reads one node's data with zkCli.sh and returns the line that
+// holds it (zkCli prints its own log and banner around it).
+func zkGet(t *testing.T, zk *zktest.Server, path string) string {
+	t.Helper()
+	cmd := exec.Command(zkCli, "-server", zk.Addr(), "get", path)
+	cmd.Env = append(childEnv(), "ZOO_LOG4J_PROP=ERROR,CONSOLE")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("zkCli get %s: %v\n%s", path, err, out)
+	}
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "{") {
+			return line
+		}
+	}
+	t.Fatalf("zkCli get %s printed no JSON:\n%s", path, out)
+	return ""
+}
+
+// TestZooKeeperControllerFailover: SIGKILL of the controller's process.
+// Another broker becomes controller within the ZooKeeper session timeout
+// (6 s here) plus a margin, and creates and deletes topics; the dead
+// broker's partitions show no leader while the other partitions keep
+// working; restarted, the broker serves its records again.
+func TestZooKeeperControllerFailover(t *testing.T) {
+	const (
+		topic   = "fo"
+		session = 6 * time.Second
+	)
+	zk, bs := startZKCluster(t, 3)
+	defer func() {
+		if t.Failed() {
+			t.Logf("zookeeper log:\n%s", zk.Log())
+		}
+	}()
+	createTopic(t, bs[0].admin(), topic, 6, nil)
+	var recs []*kgo.Record
+	for i := range 600 {
+		recs = append(recs, &kgo.Record{Partition: int32(i % 6), Value: []byte(fmt.Sprintf("r%d", i))})
+	}
+	cl := bs[0].client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := cl.ProduceSync(ctxFor(t, time.Minute), recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	cl.Close()
+	ends := endOffsets(t, bs[0].admin(), topic)
+
+	md, err := bs[0].admin().BrokerMetadata(ctxFor(t, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := md.Controller
+	victim := bs[dead]
+	var survivor *broker
+	for i, b := range bs {
+		if int32(i) != dead {
+			survivor = b
+			break
+		}
+	}
+	killed := time.Now()
+	victim.kill()
+
+	var newController int32 = -1
+	for deadline := time.Now().Add(session + 20*time.Second); ; {
+		md, err := freshMetadata(t, survivor.addr)
+		if err == nil && md.Controller >= 0 && md.Controller != dead && len(md.Brokers) == 2 {
+			newController = md.Controller
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new controller after killing controller %d: %+v %v", dead, md, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+	took := time.Since(killed)
+	t.Logf("controller %d killed; broker %d controller after %v (session timeout %v)", dead, newController, took.Round(time.Millisecond), session)
+	if took > session+5*time.Second {
+		t.Fatalf("failover took %v, want within the session timeout %v and a margin", took, session)
+	}
+
+	// The new controller creates and deletes topics.
+	adm := survivor.admin()
+	createTopic(t, adm, "after", 4, nil)
+	resp, err := adm.DeleteTopics(ctxFor(t, 30*time.Second), "after")
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("delete topic after failover: %v", err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		topics, err := adm.ListTopics(ctxFor(t, 5*time.Second))
+		if err == nil && !topics.Has("after") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("deleted topic still listed")
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+
+	// The dead broker's partitions have no leader; the others work.
+	tmd, err := adm.Metadata(ctxFor(t, 5*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []int32
+	for _, p := range tmd.Topics[topic].Partitions {
+		if p.Leader == dead {
+			t.Fatalf("partition %d still led by the dead broker %d", p.Partition, dead)
+		}
+		if p.Err == nil {
+			live = append(live, p.Partition)
+		}
+	}
+	if len(live) != 4 {
+		t.Fatalf("%d partitions led by live brokers, want 4 of 6 (2 on the dead broker)", len(live))
+	}
+	cl = survivor.client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for _, p := range live {
+		if err := cl.ProduceSync(ctxFor(t, 30*time.Second), &kgo.Record{Partition: p, Value: []byte("during")}).FirstErr(); err != nil {
+			t.Fatalf("produce to partition %d, led by a live broker: %v", p, err)
+		}
+		ends[p]++
+	}
+	cl.Close()
+
+	// Restarted, the broker serves its data again.
+	victim.restart()
+	got := consumeAll(t, survivor.addr, topic, ends, time.Minute)
+	n := 0
+	for _, rs := range got {
+		n += len(rs)
+	}
+	if n != 600+len(live) {
+		t.Fatalf("read %d records after the restart, want %d", n, 600+len(live))
+	}
+}
