@@ -74,16 +74,20 @@ type Server struct {
 	store  metadata.Store
 
 	clusterID   string
-	brokerEpoch int64
-	net         *network.Server
-	logs        *log.Manager
-	replicas    *replica.Manager
-	cache       *controller.Cache
-	ctrl        *controller.Controller
-	api         *api.Handler
-	fetches     *purgatory.Purgatory[purgatory.Key]
-	groups      *group.Coordinator
-	ready       atomic.Bool
+	brokerEpoch atomic.Int64
+	// zk replaces expired ZooKeeper sessions (nil on the embedded store);
+	// registration is what the broker registers again on a new session.
+	zk           *zkSessions
+	registration controller.Registration
+	net          *network.Server
+	logs         *log.Manager
+	replicas     *replica.Manager
+	cache        *controller.Cache
+	ctrl         *controller.Controller
+	api          *api.Handler
+	fetches      *purgatory.Purgatory[purgatory.Key]
+	groups       *group.Coordinator
+	ready        atomic.Bool
 	// startEnded is closed when start-up ends, ready or not (Start failed, or
 	// Close came first): requests that arrived before wait for it.
 	startEnded chan struct{}
@@ -130,19 +134,24 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 	if s.store == nil && cfg.ZookeeperConnect != "" {
 		// A cluster member: ZooKeeper is the source of truth, as in
 		// Kafka's ZooKeeper mode.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.ZookeeperConnectionTimeoutMs)*time.Millisecond+5*time.Second)
-		st, err := zkstore.Open(ctx, zkstore.Config{
+		zcfg := zkstore.Config{
 			Servers: cfg.ZookeeperServers, Chroot: cfg.ZookeeperChroot,
 			SessionTimeout:    time.Duration(cfg.ZookeeperSessionTimeoutMs) * time.Millisecond,
 			ConnectionTimeout: time.Duration(cfg.ZookeeperConnectionTimeoutMs) * time.Millisecond,
 			Logger:            o.lg,
-		})
-		cancel()
+		}
+		open := func(ctx context.Context) (*zkstore.Store, error) {
+			ctx, cancel := context.WithTimeout(ctx, zcfg.ConnectionTimeout+5*time.Second)
+			defer cancel()
+			return zkstore.Open(ctx, zcfg)
+		}
+		first, err := open(context.Background())
 		if err != nil {
 			unlockDirs(s.locks)
 			return nil, fmt.Errorf("broker: zookeeper.connect=%s: %w", cfg.ZookeeperConnect, err)
 		}
-		s.store = st
+		s.zk = newZKSessions(first, open, s.lg)
+		s.store = s.zk
 	}
 	if s.store == nil {
 		st, err := embedded.Open(vfs.OS, filepath.Join(cfg.LogDirs[0], MetadataDir), embedded.WithLogger(o.lg))
@@ -312,18 +321,20 @@ func (s *Server) Start() (err error) {
 	if err != nil {
 		return err
 	}
-	s.brokerEpoch, err = controller.Register(ctx, s.store, controller.Registration{
+	s.registration = controller.Registration{
 		BrokerID: cfg.BrokerID, Endpoints: endpoints, Rack: cfg.BrokerRack, Now: s.now(),
 		// A broker restarted faster than its old session expired finds
 		// its node still there: wait for that session (at most one
 		// session timeout, as ours, plus a margin) instead of failing.
 		WaitForOldSession: time.Duration(cfg.ZookeeperSessionTimeoutMs)*time.Millisecond + 5*time.Second,
 		Logger:            s.lg,
-	})
+	}
+	epoch, err := controller.Register(ctx, s.store, s.registration)
 	if err != nil {
 		return err
 	}
-	s.lg.Info("registered broker", "broker_epoch", s.brokerEpoch, "endpoints", fmt.Sprint(endpoints))
+	s.brokerEpoch.Store(epoch)
+	s.lg.Info("registered broker", "broker_epoch", epoch, "endpoints", fmt.Sprint(endpoints))
 
 	s.logs, err = log.OpenManager(log.ManagerConfig{
 		LogDirs:                         slices.Clone(cfg.LogDirs),
@@ -337,7 +348,7 @@ func (s *Server) Start() (err error) {
 		FlushOffsetCheckpointIntervalMs: int64(cfg.LogFlushOffsetCheckpointIntervalMs),
 		FlushStartOffsetCheckpointMs:    int64(cfg.LogFlushStartOffsetCheckpointIntervalMs),
 		HighWatermarkCheckpointMs:       cfg.ReplicaHighWatermarkCheckpointMs,
-		BrokerEpoch:                     s.brokerEpoch,
+		BrokerEpoch:                     epoch,
 		CleanerEnable:                   cfg.LogCleanerEnable && cfg.LogCleanerThreads > 0,
 		CleanerBackoffMs:                cfg.LogCleanerBackoffMs,
 		CleanerDedupeBufferSize:         cfg.LogCleanerDedupeBufferSize / int64(max(cfg.LogCleanerThreads, 1)),
@@ -398,11 +409,35 @@ func (s *Server) Start() (err error) {
 		return err
 	}
 	s.reportStray()
+	if s.zk != nil {
+		s.zk.expired = s.ctrl.Resign
+		s.zk.renewed = s.renewSession
+		s.zk.follow()
+	}
 	s.ready.Store(true)
 	s.endStartUp()
 	s.lg.Info("broker started", "cluster_id", s.clusterID, "controller", s.ctrl.IsActive(),
 		"addrs", fmt.Sprint(s.net.Addrs()), "partitions", len(s.replicas.Partitions()))
 	return nil
+}
+
+// renewSession makes the broker a cluster member again on a new ZooKeeper
+// session, after the old one expired: its registration (a new broker
+// epoch), a fresh read of the metadata (the cache's watches went with the
+// old session) and the controller election. Until it has done so the
+// broker serves its partitions but acts on nothing the expired session
+// saw: the controller resigned at the expiry.
+func (s *Server) renewSession(ctx context.Context) error {
+	r := s.registration
+	r.Now = s.now()
+	epoch, err := controller.Register(ctx, s.store, r)
+	if err != nil {
+		return err
+	}
+	s.brokerEpoch.Store(epoch)
+	s.lg.Info("registered broker", "broker_epoch", epoch)
+	s.ctrl.Rejoin()
+	return s.cache.Sync(ctx)
 }
 
 // advertised returns the advertised endpoints, with the host name for an

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/qk-project/qk/broker/config"
+	"github.com/qk-project/qk/broker/metadata/zkstore"
 	"github.com/qk-project/qk/internal/zktest"
 )
 
@@ -311,5 +313,105 @@ func TestZooKeeperControllerFailover(t *testing.T) {
 	}
 	if n != 600+len(live) {
 		t.Fatalf("read %d records after the restart, want %d", n, 600+len(live))
+	}
+}
+
+// TestZooKeeperSessionExpiry: the controller's process is cut off from
+// ZooKeeper (a TCP proxy between them, cut) until ZooKeeper expires its
+// session. Another broker becomes controller; when the connection comes
+// back, the old controller learns of the expiry, resigns, opens a new
+// session and registers again as a plain broker (a new ephemeral node, a
+// new session), and goes on serving its partition.
+func TestZooKeeperSessionExpiry(t *testing.T) {
+	const topic = "exp"
+	zk := zktest.Start(t)
+	proxy := zktest.NewProxy(t, zk.Addr())
+	var bs []*broker
+	for i := range 3 {
+		connect := zk.Addr()
+		if i == 0 {
+			connect = proxy.Addr()
+		}
+		bs = append(bs, startBroker(t, withSet("broker.id="+strconv.Itoa(i), "zookeeper.connect="+connect+"/qk",
+			"zookeeper.session.timeout.ms=4000", "offsets.topic.replication.factor=1")))
+	}
+	observer := openZK(t, zk.Addr()+"/qk")
+	_, reg, err := observer.Get(t.Context(), "/brokers/ids/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, bs[1].admin(), topic, 3, nil)
+	md, err := freshMetadata(t, bs[1].addr)
+	if err != nil || md.Controller != 0 {
+		t.Fatalf("broker 0, started first, should be controller: %+v %v", md, err)
+	}
+
+	proxy.Cut()
+	waitUntil(t, 30*time.Second, "ZooKeeper expires broker 0's session", func() bool {
+		_, ok, err := observer.Exists(t.Context(), "/brokers/ids/0")
+		return err == nil && !ok
+	})
+	waitUntil(t, 30*time.Second, "another controller", func() bool {
+		md, err := freshMetadata(t, bs[1].addr)
+		return err == nil && md.Controller > 0
+	})
+	proxy.Restore()
+	waitUntil(t, 60*time.Second, "broker 0 registered on a new session", func() bool {
+		_, st, err := observer.Get(t.Context(), "/brokers/ids/0")
+		return err == nil && st.EphemeralOwner != reg.EphemeralOwner && st.EphemeralOwner != 0
+	})
+	log := bs[0].log()
+	for _, want := range []string{"zookeeper session expired; opening a new session", "resigned as controller", "registered again on a new zookeeper session"} {
+		if !strings.Contains(log, want) {
+			t.Fatalf("broker 0's log lacks %q:\n%s", want, tail(log, 6<<10))
+		}
+	}
+	waitUntil(t, 30*time.Second, "three brokers, broker 0 not controller", func() bool {
+		md, err := freshMetadata(t, bs[1].addr)
+		return err == nil && len(md.Brokers) == 3 && md.Controller > 0
+	})
+
+	// Broker 0 still serves its partition, through any bootstrap broker.
+	cl := bs[2].client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var recs []*kgo.Record
+	for p := range int32(3) {
+		recs = append(recs, &kgo.Record{Partition: p, Value: []byte(fmt.Sprintf("after-%d", p))})
+	}
+	if err := cl.ProduceSync(ctxFor(t, time.Minute), recs...).FirstErr(); err != nil {
+		t.Fatalf("produce to every partition after broker 0's new session: %v", err)
+	}
+	got := consumeAll(t, bs[1].addr, topic, endOffsets(t, bs[1].admin(), topic), time.Minute)
+	for p := range int32(3) {
+		if len(got[p]) != 1 || string(got[p][0].Value) != fmt.Sprintf("after-%d", p) {
+			t.Fatalf("partition %d: %v", p, got[p])
+		}
+	}
+}
+
+// openZK opens a ZooKeeper session of the test's own, to look at what the
+// brokers wrote.
+func openZK(t *testing.T, connect string) *zkstore.Store {
+	t.Helper()
+	servers, chroot, err := config.ParseZookeeperConnect(connect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := zkstore.Open(ctxFor(t, 30*time.Second), zkstore.Config{Servers: servers, Chroot: chroot, SessionTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// waitUntil polls cond until it holds or the test fails after timeout.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval
 	}
 }

@@ -64,8 +64,11 @@ type Controller struct {
 
 	mu      sync.Mutex // serialises topic changes
 	canHost func(n int) error
-	active  atomic.Bool
-	epoch   atomic.Int32
+	// rejoin wakes the election loop after the store's session expired
+	// and a new one is in place (Rejoin).
+	rejoin chan struct{}
+	active atomic.Bool
+	epoch  atomic.Int32
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -81,7 +84,7 @@ func New(cfg Config) *Controller {
 		cfg.Clock = time.Now
 	}
 	c := &Controller{id: cfg.BrokerID, store: cfg.Store, cache: cfg.Cache, now: cfg.Clock,
-		lg: cfg.Logger.With("component", "controller"), canHost: cfg.CanHost}
+		lg: cfg.Logger.With("component", "controller"), canHost: cfg.CanHost, rejoin: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }
@@ -109,9 +112,44 @@ func (c *Controller) IsActive() bool { return c.active.Load() }
 // Epoch is the controller epoch this broker won, while active.
 func (c *Controller) Epoch() int32 { return c.epoch.Load() }
 
+// Resign stops acting as controller at once: the store's session expired,
+// and with it this broker's /controller node and its view (Kafka's
+// controller resigns on a session expiry, before anything else). The
+// election loop waits for Rejoin.
+func (c *Controller) Resign() {
+	if c.active.Swap(false) {
+		c.lg.Warn("resigned as controller: zookeeper session expired", "controller_epoch", c.epoch.Load())
+	}
+}
+
+// Rejoin enters the election again on the store's new session.
+func (c *Controller) Rejoin() {
+	select {
+	case c.rejoin <- struct{}{}:
+	default:
+	}
+}
+
+// waitRejoin waits for Rejoin after a session expiry; false: stopped.
+func (c *Controller) waitRejoin() bool {
+	c.Resign()
+	select {
+	case <-c.ctx.Done():
+		return false
+	case <-c.rejoin:
+		return true
+	}
+}
+
 func (c *Controller) run() {
 	for {
 		ch, err := c.store.Watch(c.ctx, metadata.ControllerPath, metadata.WatchExists)
+		if errors.Is(err, metadata.ErrSessionExpired) {
+			if !c.waitRejoin() {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			if c.ctx.Err() == nil {
 				c.lg.Warn("cannot watch the controller node", "err", err)
@@ -128,6 +166,9 @@ func (c *Controller) run() {
 			return
 		case ev := <-ch:
 			if ev.Type == metadata.EventNotWatching {
+				if errors.Is(ev.Err, metadata.ErrSessionExpired) && c.waitRejoin() {
+					continue
+				}
 				return
 			}
 		}
