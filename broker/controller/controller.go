@@ -69,6 +69,11 @@ type Controller struct {
 	rejoin chan struct{}
 	active atomic.Bool
 	epoch  atomic.Int32
+	// epochZkVersion is the version of /controller_epoch this controller
+	// set when it won: every write it makes is a Multi that checks it,
+	// so that a deposed controller (a newer one bumped the epoch) writes
+	// nothing, as Kafka's controller fences its ZooKeeper writes.
+	epochZkVersion atomic.Int32
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -202,6 +207,7 @@ func (c *Controller) elect(ctx context.Context) error {
 		switch {
 		case err == nil:
 			c.epoch.Store(epoch + 1)
+			c.epochZkVersion.Store(stat.Version + 1)
 			c.active.Store(true)
 			c.lg.Info("became controller", "controller_epoch", epoch+1)
 			return c.onElected(ctx)
@@ -305,7 +311,7 @@ func (c *Controller) CreateTopic(ctx context.Context, spec TopicSpec, validateOn
 		metadata.CreateOp(metadata.TopicPath(spec.Name), metadata.MarshalTopicAssignment(metadata.TopicAssignment{TopicID: id, Partitions: assignment}), 0),
 		metadata.CreateOp(metadata.TopicPartitionsPath(spec.Name), nil, 0))
 	ops = append(ops, c.newPartitionOps(spec.Name, assignment, 0)...)
-	if _, err := c.store.Multi(ctx, ops...); err != nil {
+	if err := c.multi(ctx, ops...); err != nil {
 		if errors.Is(err, metadata.ErrNodeExists) {
 			return nil, fmt.Errorf("%w: topic '%s' already exists", ErrTopicExists, spec.Name)
 		}
@@ -339,6 +345,29 @@ func (c *Controller) checkCapacity(assignment map[int32][]int32, from int32) err
 		return nil
 	}
 	return c.canHost(n)
+}
+
+// ErrFenced: a newer controller has been elected (the controller epoch
+// moved) and this one's write was refused; it has resigned.
+var ErrFenced = fmt.Errorf("%w: fenced by a newer controller epoch", ErrNotController)
+
+// multi applies the controller's ops behind a check that /controller_epoch
+// is still the version this controller set when it won.
+func (c *Controller) multi(ctx context.Context, ops ...metadata.Op) error {
+	fenced := append([]metadata.Op{metadata.CheckOp(metadata.ControllerEpochPath, c.epochZkVersion.Load())}, ops...)
+	_, err := c.store.Multi(ctx, fenced...)
+	var me *metadata.MultiError
+	if errors.As(err, &me) && me.Index == 0 {
+		if c.active.Swap(false) {
+			c.lg.Warn("resigned as controller: a newer controller epoch fenced a write", "controller_epoch", c.epoch.Load())
+		}
+		return fmt.Errorf("%w (%v)", ErrFenced, err)
+	}
+	if me != nil {
+		// Report the caller's op, not the fence's position.
+		me.Index--
+	}
+	return err
 }
 
 // newPartitionOps creates the nodes and states of partitions from..len-1.
@@ -416,7 +445,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, topic string, total i
 	a.Partitions = full
 	ops := []metadata.Op{metadata.SetOp(metadata.TopicPath(topic), metadata.MarshalTopicAssignment(a), stat.Version)}
 	ops = append(ops, c.newPartitionOps(topic, full, cur)...)
-	if _, err := c.store.Multi(ctx, ops...); err != nil {
+	if err := c.multi(ctx, ops...); err != nil {
 		return fmt.Errorf("create partitions of %s: %w", topic, err)
 	}
 	c.lg.Info("added partitions", "topic", topic, "partitions", total)
@@ -477,7 +506,7 @@ func (c *Controller) deleteTopicLocked(ctx context.Context, topic string) error 
 	} else if ok {
 		ops = append(ops, metadata.DeleteOp(cfgPath, metadata.AnyVersion))
 	}
-	if _, err := c.store.Multi(ctx, ops...); err != nil {
+	if err := c.multi(ctx, ops...); err != nil {
 		return fmt.Errorf("delete topic %s: %w", topic, err)
 	}
 	c.lg.Info("deleted topic", "topic", topic, "topic_id", metadata.FormatUUID(a.TopicID))

@@ -221,3 +221,36 @@ func TestCheckAssignment(t *testing.T) {
 		}
 	}
 }
+
+// TestDeposedControllerIsFenced: a controller that has not yet noticed
+// that a newer one was elected (the epoch moved, as after its session
+// expired while it was paused) writes nothing: each of its writes checks
+// the /controller_epoch version it won with, fails, and it resigns.
+func TestDeposedControllerIsFenced(t *testing.T) {
+	st := embedded.New()
+	t.Cleanup(func() { st.Close() })
+	a := startNode(t, st, 0)
+	require.True(t, a.ctrl.IsActive())
+	ctx := t.Context()
+	_, err := a.ctrl.CreateTopic(ctx, TopicSpec{Name: "before", NumPartitions: 1, ReplicationFactor: 1}, false)
+	require.NoError(t, err)
+
+	// A newer controller's election bumps the epoch behind a's back.
+	other, err := st.NewSession()
+	require.NoError(t, err)
+	data, stat, err := other.Get(ctx, metadata.ControllerEpochPath)
+	require.NoError(t, err)
+	epoch, err := metadata.UnmarshalControllerEpoch(data)
+	require.NoError(t, err)
+	_, err = other.Set(ctx, metadata.ControllerEpochPath, metadata.MarshalControllerEpoch(epoch+1), stat.Version)
+	require.NoError(t, err)
+
+	_, err = a.ctrl.CreateTopic(ctx, TopicSpec{Name: "stale", NumPartitions: 2, ReplicationFactor: 1}, false)
+	require.ErrorIs(t, err, ErrFenced)
+	require.ErrorIs(t, err, ErrNotController)
+	require.False(t, a.ctrl.IsActive(), "a fenced controller resigns")
+	_, ok, err := other.Exists(ctx, metadata.TopicPath("stale"))
+	require.NoError(t, err)
+	require.False(t, ok, "the deposed controller wrote nothing")
+	require.ErrorIs(t, a.ctrl.CreatePartitions(ctx, "before", 3, nil, false), ErrNotController)
+}
