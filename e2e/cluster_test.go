@@ -415,3 +415,48 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 		time.Sleep(50 * time.Millisecond) // polling interval
 	}
 }
+
+// TestZooKeeperThousandPartitions creates a 1,000-partition topic on a
+// 3-broker cluster and waits until every broker's Metadata shows every
+// partition led by a live broker, about a third each; the time is logged.
+func TestZooKeeperThousandPartitions(t *testing.T) {
+	const (
+		topic = "thousand"
+		n     = 1_000
+	)
+	_, bs := startZKCluster(t, 3)
+	adm := bs[0].admin()
+	adm.SetTimeoutMillis(120_000)
+	start := time.Now()
+	resp, err := adm.CreateTopic(ctxFor(t, 2*time.Minute), n, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create %d partitions: %v %s", n, err, resp.ErrMessage)
+	}
+	created := time.Since(start)
+	for i, b := range bs {
+		waitUntil(t, time.Minute, fmt.Sprintf("broker %d sees %d led partitions", i, n), func() bool {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr))
+			if err != nil {
+				return false
+			}
+			defer cl.Close()
+			md, err := kadm.NewClient(cl).Metadata(ctxFor(t, 10*time.Second), topic)
+			if err != nil || md.Topics[topic].Err != nil || len(md.Topics[topic].Partitions) != n {
+				return false
+			}
+			leaders := map[int32]int{}
+			for _, p := range md.Topics[topic].Partitions {
+				if p.Err != nil {
+					return false
+				}
+				leaders[p.Leader]++
+			}
+			return leaders[0] >= 333 && leaders[1] >= 333 && leaders[2] >= 333
+		})
+	}
+	t.Logf("CreateTopics of %d partitions on 3 brokers: %v; on every broker's Metadata after %v",
+		n, created.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
