@@ -460,3 +460,87 @@ func TestZooKeeperThousandPartitions(t *testing.T) {
 	t.Logf("CreateTopics of %d partitions on 3 brokers: %v; on every broker's Metadata after %v",
 		n, created.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 }
+
+// TestZooKeeperGroupAcrossBrokers: a consumer group whose two members
+// bootstrap from different brokers of a ZooKeeper cluster, with Kafka's
+// default offsets.topic.replication.factor (3, capped at 1 until qk
+// replicates): both members get partitions, every record is consumed, and
+// offsets committed through one broker are read through another.
+func TestZooKeeperGroupAcrossBrokers(t *testing.T) {
+	const (
+		topic = "grouped"
+		group = "g"
+		n     = 600
+	)
+	zk := zktest.Start(t)
+	var bs []*broker
+	for i := range 3 {
+		bs = append(bs, startBroker(t, withSet("broker.id="+strconv.Itoa(i), "zookeeper.connect="+zk.Addr()+"/qk",
+			"group.initial.rebalance.delay.ms=0")))
+	}
+	waitUntil(t, 30*time.Second, "three brokers", func() bool {
+		md, err := freshMetadata(t, bs[2].addr)
+		return err == nil && len(md.Brokers) == 3
+	})
+	createTopic(t, bs[0].admin(), topic, 6, nil)
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Partition: int32(i % 6), Value: []byte(strconv.Itoa(i))})
+	}
+	pcl := bs[0].client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err := pcl.ProduceSync(ctxFor(t, time.Minute), recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+
+	members := make([]*kgo.Client, 2)
+	for i := range members {
+		members[i] = bs[i+1].client(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	}
+	ctx := ctxFor(t, 2*time.Minute)
+	got := map[string]int{}
+	assigned := make([]bool, 2)
+	for len(got) < n || !assigned[0] || !assigned[1] {
+		for i, m := range members {
+			fs := m.PollRecords(ctxFor(t, 300*time.Millisecond), 100)
+			if ctx.Err() != nil {
+				t.Fatalf("consumed %d of %d records; members assigned %v", len(got), n, assigned)
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				got[string(r.Value)]++
+				assigned[i] = true
+			})
+		}
+	}
+	// At least once: a partition that moves to the second member when it
+	// joins is read again from the last commit, as in Kafka.
+	for i := range n {
+		if got[strconv.Itoa(i)] == 0 {
+			t.Fatalf("record %d never consumed", i)
+		}
+	}
+	// The members leave; offsets committed through broker 0 (kadm, as
+	// kafka-consumer-groups.sh does) are read back through broker 2: the
+	// group's coordinator is found from any broker.
+	for _, m := range members {
+		m.Close()
+	}
+	offsets := kadm.Offsets{}
+	for p := range int32(6) {
+		offsets.Add(kadm.Offset{Topic: topic, Partition: p, At: n / 6, LeaderEpoch: -1})
+	}
+	waitUntil(t, 30*time.Second, "offsets committed through broker 0", func() bool {
+		resp, err := bs[0].admin().CommitOffsets(ctxFor(t, 5*time.Second), group, offsets)
+		return err == nil && resp.Error() == nil
+	})
+	fetched, err := bs[2].admin().FetchOffsets(ctxFor(t, 10*time.Second), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(6) {
+		o, ok := fetched.Lookup(topic, p)
+		if !ok || o.Err != nil || o.At != n/6 {
+			t.Fatalf("partition %d committed offset through broker 2: %+v %v, want %d", p, o, ok, n/6)
+		}
+	}
+}

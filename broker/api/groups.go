@@ -47,8 +47,16 @@ func (h *Handler) coordinator(ctx context.Context, key string, keyType int8, lis
 
 func (h *Handler) createOffsetsTopic(ctx context.Context) (*controller.Topic, error) {
 	b := h.broker()
-	rf := int(b.OffsetsTopicReplicationFactor)
-	rf = max(min(rf, len(h.cfg.Cache.Snapshot().Brokers)), 1)
+	// Capped at what the cluster can host: its live brokers, and 1 until
+	// qk replicates partitions (a replication factor above 1 is refused).
+	// Kafka would refuse the topic (and every group) below the setting;
+	// a broker that cannot coordinate groups helps nobody, so say it.
+	want := int(b.OffsetsTopicReplicationFactor)
+	rf := max(min(want, len(h.cfg.Cache.Snapshot().Brokers), 1), 1)
+	if rf < want {
+		h.lg.Warn("offsets.topic.replication.factor capped: qk does not replicate partitions yet",
+			"offsets.topic.replication.factor", want, "replication_factor", rf, "live_brokers", len(h.cfg.Cache.Snapshot().Brokers))
+	}
 	t, err := h.cfg.Controller.CreateTopic(ctx, controller.TopicSpec{
 		Name:              group.Topic,
 		NumPartitions:     int32(b.OffsetsTopicNumPartitions),
