@@ -437,6 +437,7 @@ func (s *Server) renewSession(ctx context.Context) error {
 	s.brokerEpoch.Store(epoch)
 	s.lg.Info("registered broker", "broker_epoch", epoch)
 	s.ctrl.Rejoin()
+	s.cache.ResetWatches()
 	return s.cache.Sync(ctx)
 }
 

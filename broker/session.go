@@ -86,10 +86,26 @@ func (z *zkSessions) loop() {
 			return
 		}
 		z.cur.Store(next)
-		if err := z.renewed(z.ctx); err != nil && z.ctx.Err() == nil {
-			z.lg.Error("re-registration on the new zookeeper session failed", "err", err)
-		} else {
-			z.lg.Info("registered again on a new zookeeper session", "session_id", fmt.Sprintf("%#x", next.SessionID()))
+		// Until the broker is registered again it is not a member: retry
+		// (each step is safe to repeat) while the new session lives.
+		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+			err := z.renewed(z.ctx)
+			if err == nil {
+				z.lg.Info("registered again on a new zookeeper session", "session_id", fmt.Sprintf("%#x", next.SessionID()))
+				break
+			}
+			if z.ctx.Err() != nil {
+				return
+			}
+			z.lg.Warn("re-registration on the new zookeeper session failed; retrying", "err", err, "retry_in", backoff)
+			select {
+			case <-z.done:
+				return
+			case <-next.Done():
+			case <-time.After(backoff):
+				continue
+			}
+			break // the new session ended too: the outer loop opens another
 		}
 	}
 }
@@ -143,7 +159,6 @@ func (z *zkSessions) Close() error {
 	}
 	close(z.done)
 	z.cancel()
-	err := z.cur.Load().Close()
-	z.wg.Wait()
-	return err
+	z.wg.Wait() // the loop stores no new session after this
+	return z.cur.Load().Close()
 }

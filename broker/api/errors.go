@@ -130,7 +130,7 @@ func errorCode(err error) int16 {
 	// The metadata store.
 	case errors.Is(err, metadata.ErrProducerIDsExhausted):
 		return kerr.UnknownServerError.Code
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, metadata.ErrConnectionLoss):
 		return kerr.RequestTimedOut.Code
 	case errors.Is(err, metadata.ErrClosed), errors.Is(err, metadata.ErrSessionExpired):
 		return kerr.BrokerNotAvailable.Code

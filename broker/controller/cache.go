@@ -226,6 +226,15 @@ func (c *Cache) loop() {
 	}
 }
 
+// ResetWatches forgets the pending watches, after the store's session was
+// replaced: those of the old session have ended (or are about to, with
+// EventNotWatching), and the next Sync must set them on the new one.
+func (c *Cache) ResetWatches() {
+	c.wmu.Lock()
+	clear(c.watching)
+	c.wmu.Unlock()
+}
+
 // watch registers a one-shot watch unless one is pending; when it fires,
 // the cache syncs.
 func (c *Cache) watch(path string, kind metadata.WatchKind) error {

@@ -147,6 +147,20 @@ func (c *Controller) waitRejoin() bool {
 }
 
 func (c *Controller) run() {
+	backoff := time.Duration(0)
+	// retry waits after a passing failure (a connection blip): the loop
+	// must not stop taking part in elections, nor wait on a watch when no
+	// election was won.
+	retry := func(what string, err error) bool {
+		backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+		c.lg.Warn(what+"; retrying", "err", err, "retry_in", backoff)
+		select {
+		case <-c.ctx.Done():
+			return false
+		case <-time.After(backoff):
+			return true
+		}
+	}
 	for {
 		ch, err := c.store.Watch(c.ctx, metadata.ControllerPath, metadata.WatchExists)
 		if errors.Is(err, metadata.ErrSessionExpired) {
@@ -156,16 +170,22 @@ func (c *Controller) run() {
 			continue
 		}
 		if err != nil {
-			if c.ctx.Err() == nil {
-				c.lg.Warn("cannot watch the controller node", "err", err)
+			if c.ctx.Err() != nil || errors.Is(err, metadata.ErrClosed) || !retry("cannot watch the controller node", err) {
+				return
 			}
-			return
+			continue
 		}
-		if _, ok, err := c.store.Exists(c.ctx, metadata.ControllerPath); err == nil && !ok {
-			if err := c.elect(c.ctx); err != nil && c.ctx.Err() == nil {
-				c.lg.Warn("controller election failed", "err", err)
+		_, ok, err := c.store.Exists(c.ctx, metadata.ControllerPath)
+		if err == nil && !ok {
+			err = c.elect(c.ctx)
+		}
+		if err != nil && c.ctx.Err() == nil && !errors.Is(err, metadata.ErrSessionExpired) {
+			if !retry("controller election failed", err) {
+				return
 			}
+			continue
 		}
+		backoff = 0
 		select {
 		case <-c.ctx.Done():
 			return
@@ -212,8 +232,28 @@ func (c *Controller) elect(ctx context.Context) error {
 			c.lg.Info("became controller", "controller_epoch", epoch+1)
 			return c.onElected(ctx)
 		case errors.Is(err, metadata.ErrNodeExists):
+			// Someone else is controller, or we are: an earlier attempt
+			// whose reply was lost with the connection created it.
+			cdata, cstat, gerr := c.store.Get(ctx, metadata.ControllerPath)
+			if gerr == nil && cstat.EphemeralOwner == c.store.SessionID() {
+				if ci, uerr := metadata.UnmarshalController(cdata); uerr == nil && ci.BrokerID == c.id {
+					edata, estat, eerr := c.store.Get(ctx, metadata.ControllerEpochPath)
+					if eerr != nil {
+						return eerr
+					}
+					e, eerr := metadata.UnmarshalControllerEpoch(edata)
+					if eerr != nil {
+						return eerr
+					}
+					c.epoch.Store(e)
+					c.epochZkVersion.Store(estat.Version)
+					c.active.Store(true)
+					c.lg.Info("became controller", "controller_epoch", e)
+					return c.onElected(ctx)
+				}
+			}
 			c.active.Store(false)
-			return nil // someone else is controller
+			return nil
 		case errors.Is(err, metadata.ErrBadVersion):
 			continue // the epoch moved: read it again
 		default:

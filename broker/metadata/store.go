@@ -297,6 +297,11 @@ var (
 	// ErrSessionExpired is returned by every call on a session that the
 	// store ended (ZooKeeper session expiry); its ephemeral nodes are gone.
 	ErrSessionExpired = errors.New("metadata: session expired")
+	// ErrConnectionLoss: the connection to the store was lost while the
+	// session lives (ZooKeeper's CONNECTIONLOSS). The call may or may not
+	// have been applied; the session, its ephemeral nodes and watches
+	// remain, and a retry once the connection is back can succeed.
+	ErrConnectionLoss = errors.New("metadata: connection to the store lost")
 )
 
 // MultiError says which op made a Multi fail. errors.Is(err, ErrBadVersion)

@@ -15,8 +15,10 @@
 // new one and registers again, as a Kafka broker does; nothing it holds
 // (ephemeral nodes, a view of the cluster) silently survives on another
 // session. Connection loss inside the session timeout is not an expiry:
-// calls wait for the reconnection (bounded by their context) and watches
-// stay registered, as ZooKeeper guarantees.
+// the session, its ephemeral nodes and its watches remain, as ZooKeeper
+// guarantees; calls made meanwhile fail with metadata.ErrConnectionLoss
+// (go-zookeeper gives up on a request after about a second without a
+// server), and callers retry.
 package zkstore
 
 import (
@@ -288,11 +290,11 @@ func (s *Store) mapErr(err error) error {
 	case errors.Is(err, zk.ErrSessionExpired):
 		s.expire()
 		return fmt.Errorf("%w: %v", metadata.ErrSessionExpired, err)
-	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrClosing):
+	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrClosing), errors.Is(err, zk.ErrNoServer):
 		if st := s.state(); st != nil {
 			return st
 		}
-		return fmt.Errorf("%w: %v", metadata.ErrClosed, err)
+		return fmt.Errorf("%w: %v", metadata.ErrConnectionLoss, err)
 	case errors.Is(err, zk.ErrBadArguments), errors.Is(err, zk.ErrInvalidPath):
 		return fmt.Errorf("%w: %v", metadata.ErrBadPath, err)
 	}
