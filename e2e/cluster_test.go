@@ -68,6 +68,10 @@ func TestZooKeeperCluster(t *testing.T) {
 	zk, bs := startZKCluster(t, 3)
 
 	createTopic(t, bs[1].admin(), topic, 12, nil)
+	md0, err := freshMetadata(t, bs[0].addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, b := range bs {
 		adm := b.admin()
 		deadline := time.Now().Add(30 * time.Second)
@@ -91,6 +95,19 @@ func TestZooKeeperCluster(t *testing.T) {
 				t.Fatalf("broker %s: leaders of %s %v (err %v), want 4 on each of 0, 1, 2", b.addr, topic, leaders, err)
 			}
 			time.Sleep(50 * time.Millisecond) // polling interval
+		}
+
+		// qk's own operator view: the same cluster from every broker.
+		var info struct {
+			ClusterID  string `json:"cluster_id"`
+			Controller int32  `json:"controller"`
+			Brokers    []struct {
+				ID int32 `json:"id"`
+			} `json:"brokers"`
+		}
+		infoOut := runCmd(t, time.Minute, nil, qkBin, "cluster", "info", "-b", b.addr, "--format", "json")
+		if err := json.Unmarshal(infoOut, &info); err != nil || len(info.Brokers) != 3 || info.Controller != md0.Controller || info.ClusterID == "" {
+			t.Fatalf("qk cluster info -b %s: %s (%v), want 3 brokers and controller %d", b.addr, infoOut, err, md0.Controller)
 		}
 
 		out := string(runCmd(t, time.Minute, nil, kcat, "-L", "-b", b.addr, "-t", topic))
