@@ -31,6 +31,15 @@ func raiseNoFile() (uint64, error) {
 	return lim.Cur, nil
 }
 
+// noFileLimit is the soft RLIMIT_NOFILE in force.
+func noFileLimit() (uint64, error) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 0, err
+	}
+	return lim.Cur, nil
+}
+
 // openDescriptors counts the process's open descriptors.
 func openDescriptors() (int, error) {
 	f, err := os.Open("/proc/self/fd")
@@ -52,7 +61,8 @@ func openDescriptors() (int, error) {
 // and what to set, instead of leaving partitions in the metadata whose
 // logs fail to open.
 func (s *Server) canHost(n int) error {
-	limit, err := raiseNoFile()
+	limit, err := noFileLimit() // raised to the hard limit at start-up
+
 	if err != nil {
 		return nil // cannot tell: let the creation try
 	}

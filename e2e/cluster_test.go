@@ -441,17 +441,8 @@ func TestZooKeeperThousandPartitions(t *testing.T) {
 		n     = 1_000
 	)
 	_, bs := startZKCluster(t, 3)
-	adm := bs[0].admin()
-	adm.SetTimeoutMillis(120_000)
 	start := time.Now()
-	resp, err := adm.CreateTopic(ctxFor(t, 2*time.Minute), n, 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create %d partitions: %v %s", n, err, resp.ErrMessage)
-	}
-	created := time.Since(start)
+	created := createManyPartitions(t, bs[0].admin(), topic, n)
 	for i, b := range bs {
 		waitUntil(t, time.Minute, fmt.Sprintf("broker %d sees %d led partitions", i, n), func() bool {
 			cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr))

@@ -228,13 +228,7 @@ func produceLayout(ctx context.Context, cl *kgo.Client, rr *kgo.RecordReader, to
 			err = routeRecord(r, topic, partition)
 		}
 		if err != nil {
-			if ferr := cl.Flush(ctx); ferr != nil && firstErr == nil {
-				firstErr = ferr
-			}
-			if firstErr != nil {
-				return firstErr
-			}
-			return fmt.Errorf("stdin record %d: %w", n, err)
+			return stopOnBadInput(ctx, cl, firstErr, fmt.Errorf("stdin record %d: %w", n, err))
 		}
 		cl.Produce(ctx, r, done)
 	}
@@ -242,6 +236,19 @@ func produceLayout(ctx context.Context, cl *kgo.Client, rr *kgo.RecordReader, to
 		firstErr = err
 	}
 	return firstErr
+}
+
+// stopOnBadInput ends a produce at a record it cannot read or route: the
+// records queued before it are flushed, and the first produce error, if
+// any, is reported before the input's.
+func stopOnBadInput(ctx context.Context, cl *kgo.Client, firstErr, inputErr error) error {
+	if err := cl.Flush(ctx); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	return inputErr
 }
 
 // routeRecord settles the topic and partition of a record read with its
@@ -317,13 +324,7 @@ func produce(ctx context.Context, cl *kgo.Client, in io.Reader, topic, format, k
 			r.Value = []byte(text)
 		}
 		if err != nil {
-			if ferr := cl.Flush(ctx); ferr != nil && firstErr == nil {
-				firstErr = ferr
-			}
-			if firstErr != nil {
-				return firstErr
-			}
-			return fmt.Errorf("stdin line %d: %w", line, err)
+			return stopOnBadInput(ctx, cl, firstErr, fmt.Errorf("stdin line %d: %w", line, err))
 		}
 		cl.Produce(ctx, r, done)
 	}

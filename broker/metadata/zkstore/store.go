@@ -192,13 +192,18 @@ func (s *Store) abs(path string) (string, error) {
 	if err := metadata.ValidatePath(path); err != nil {
 		return "", err
 	}
-	if s.chroot == "" {
-		return path, nil
+	return s.full(path), nil
+}
+
+// full is the ZooKeeper path of a valid Store path.
+func (s *Store) full(path string) string {
+	switch {
+	case s.chroot == "":
+		return path
+	case path == "/":
+		return s.chroot
 	}
-	if path == "/" {
-		return s.chroot, nil
-	}
-	return s.chroot + path, nil
+	return s.chroot + path
 }
 
 // createPath is abs for a Create: a Sequential node's name may be empty
@@ -211,10 +216,7 @@ func (s *Store) createPath(path string, flags metadata.CreateFlags) (string, err
 	if err := metadata.ValidatePath(check); err != nil {
 		return "", err
 	}
-	if s.chroot == "" || path == "/" {
-		return s.chroot + path, nil
-	}
-	return s.chroot + path, nil
+	return s.full(path), nil
 }
 
 // rel maps a ZooKeeper path back.
