@@ -22,6 +22,7 @@ import (
 	"github.com/qk-project/qk/broker/api"
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/controller/channel"
 	"github.com/qk-project/qk/broker/group"
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/log/checkpoint"
@@ -88,10 +89,24 @@ type Server struct {
 	fetches      *purgatory.Purgatory[purgatory.Key]
 	groups       *group.Coordinator
 	ready        atomic.Bool
+	// apiMade: api is set (the controller's requests are served from
+	// then on, during start-up too).
+	apiMade atomic.Bool
 	// startEnded is closed when start-up ends, ready or not (Start failed, or
 	// Close came first): requests that arrived before wait for it.
 	startEnded chan struct{}
 	endStart   sync.Once
+
+	// controllerEpoch is the newest controller epoch seen in a control
+	// request: older ones are refused.
+	controllerEpoch atomic.Int32
+	// controlMu serialises LeaderAndIsr and StopReplica (Kafka's
+	// replicaStateChangeLock); it guards hosted.
+	controlMu sync.Mutex
+	// firstMetadata is closed at the controller's first UpdateMetadata:
+	// start-up waits for it.
+	firstMetadata chan struct{}
+	gotMetadata   sync.Once
 
 	// hosted are the partitions the metadata gave this broker, for telling
 	// a deleted topic's logs (delete them) from stray ones (keep them).
@@ -119,7 +134,7 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 		return nil, log.ErrLogDirs
 	}
 	s := &Server{static: cfg, lg: o.lg.With("broker_id", cfg.BrokerID), now: o.clock, store: o.store,
-		hosted: map[log.TopicPartition][16]byte{}, startEnded: make(chan struct{})}
+		hosted: map[log.TopicPartition][16]byte{}, startEnded: make(chan struct{}), firstMetadata: make(chan struct{})}
 	s.cfg.Store(cfg)
 	for _, d := range cfg.LogDirs {
 		if err := vfs.MkdirAllSync(vfs.OS, d, 0o755); err != nil {
@@ -259,7 +274,7 @@ func (s *Server) Addrs() []net.Addr {
 // fails, or the broker is closed before it is ready, is the connection
 // closed.
 func (s *Server) Handle(r *network.Request) {
-	if !s.ready.Load() {
+	if !s.ready.Load() && !(s.apiMade.Load() && s.api.FromController(r)) {
 		<-s.startEnded
 		if !s.ready.Load() {
 			s.lg.Debug("closing connection: broker did not start", "api_key", r.ApiKey)
@@ -317,25 +332,6 @@ func (s *Server) Start() (err error) {
 		return err
 	}
 
-	endpoints, err := s.advertised()
-	if err != nil {
-		return err
-	}
-	s.registration = controller.Registration{
-		BrokerID: cfg.BrokerID, Endpoints: endpoints, Rack: cfg.BrokerRack, Now: s.now(),
-		// A broker restarted faster than its old session expired finds
-		// its node still there: wait for that session (at most one
-		// session timeout, as ours, plus a margin) instead of failing.
-		WaitForOldSession: time.Duration(cfg.ZookeeperSessionTimeoutMs)*time.Millisecond + 5*time.Second,
-		Logger:            s.lg,
-	}
-	epoch, err := controller.Register(ctx, s.store, s.registration)
-	if err != nil {
-		return err
-	}
-	s.brokerEpoch.Store(epoch)
-	s.lg.Info("registered broker", "broker_epoch", epoch, "endpoints", fmt.Sprint(endpoints))
-
 	s.logs, err = log.OpenManager(log.ManagerConfig{
 		LogDirs:                         slices.Clone(cfg.LogDirs),
 		Logger:                          s.lg,
@@ -348,7 +344,7 @@ func (s *Server) Start() (err error) {
 		FlushOffsetCheckpointIntervalMs: int64(cfg.LogFlushOffsetCheckpointIntervalMs),
 		FlushStartOffsetCheckpointMs:    int64(cfg.LogFlushStartOffsetCheckpointIntervalMs),
 		HighWatermarkCheckpointMs:       cfg.ReplicaHighWatermarkCheckpointMs,
-		BrokerEpoch:                     epoch,
+		BrokerEpoch:                     s.brokerEpoch.Load,
 		CleanerEnable:                   cfg.LogCleanerEnable && cfg.LogCleanerThreads > 0,
 		CleanerBackoffMs:                cfg.LogCleanerBackoffMs,
 		CleanerDedupeBufferSize:         cfg.LogCleanerDedupeBufferSize / int64(max(cfg.LogCleanerThreads, 1)),
@@ -369,7 +365,15 @@ func (s *Server) Start() (err error) {
 	})
 	s.cache = controller.NewCache(controller.CacheConfig{Store: s.store, Logger: s.lg, OnChange: s.onMetadataChange})
 	s.ctrl = controller.New(controller.Config{BrokerID: cfg.BrokerID, Store: s.store, Cache: s.cache, Logger: s.lg, Clock: s.now,
-		CanHost: s.canHost})
+		CanHost: s.canHost,
+		NewChannel: func() controller.Channel {
+			return channel.New(channel.Config{ControllerID: cfg.BrokerID, Logger: s.lg})
+		},
+		Local:                 s.handleControl,
+		Listener:              cfg.InterBrokerListenerName,
+		UncleanLeaderElection: func() bool { return s.cfg.Load().UncleanLeaderElectionEnable },
+		DeleteTopicEnable:     func() bool { return s.cfg.Load().DeleteTopicEnable },
+	})
 	s.fetches = purgatory.New[purgatory.Key]("fetch", purgatory.WithLogger(s.lg))
 	s.groups = group.NewCoordinator(group.CoordinatorConfig{
 		Replicas:   s.replicas,
@@ -398,14 +402,37 @@ func (s *Server) Start() (err error) {
 		LogDirs:    slices.Clone(cfg.LogDirs),
 		Logger:     s.lg,
 		Clock:      s.now,
+		Control:    s.handleControl,
+		// The listener the controller reaches this broker on.
+		InterBrokerListener: cfg.InterBrokerListenerName,
 	})
+	s.apiMade.Store(true)
 	if err := s.cache.Start(ctx); err != nil {
 		return fmt.Errorf("broker: load metadata: %w", err)
 	}
+	endpoints, err := s.advertised()
+	if err != nil {
+		return err
+	}
+	s.registration = controller.Registration{
+		BrokerID: cfg.BrokerID, Endpoints: endpoints, Rack: cfg.BrokerRack, Now: s.now(),
+		// A broker restarted faster than its old session expired finds
+		// its node still there: wait for that session (at most one
+		// session timeout, as ours, plus a margin) instead of failing.
+		WaitForOldSession: time.Duration(cfg.ZookeeperSessionTimeoutMs)*time.Millisecond + 5*time.Second,
+		Logger:            s.lg,
+	}
+	epoch, err := controller.Register(ctx, s.store, s.registration)
+	if err != nil {
+		return err
+	}
+	s.brokerEpoch.Store(epoch)
+	s.lg.Info("registered broker", "broker_epoch", epoch, "endpoints", fmt.Sprint(endpoints))
+
 	if err := s.ctrl.Start(ctx); err != nil {
 		return fmt.Errorf("broker: controller election: %w", err)
 	}
-	if err := s.cache.Sync(ctx); err != nil {
+	if err := s.awaitMetadata(ctx); err != nil {
 		return err
 	}
 	s.reportStray()
@@ -419,6 +446,28 @@ func (s *Server) Start() (err error) {
 	s.lg.Info("broker started", "cluster_id", s.clusterID, "controller", s.ctrl.IsActive(),
 		"addrs", fmt.Sprint(s.net.Addrs()), "partitions", len(s.replicas.Partitions()))
 	return nil
+}
+
+// awaitMetadata waits for the controller's first UpdateMetadata (this
+// broker's own, on a single node): it comes after the LeaderAndIsr that
+// gives this broker its partitions, so once it is in, the broker serves
+// what the cluster expects of it. A controller that does not come within
+// a session timeout (the old one died and its session has not expired
+// yet) is not waited for longer: the broker serves what it has, and the
+// controller's requests update it when they come.
+func (s *Server) awaitMetadata(ctx context.Context) error {
+	wait := time.Duration(s.static.ZookeeperSessionTimeoutMs)*time.Millisecond + 5*time.Second
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-s.firstMetadata:
+		return nil
+	case <-t.C:
+		s.lg.Warn("no metadata from the controller yet; serving what this broker has", "waited", wait)
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("broker: waiting for the controller's metadata: %w", ctx.Err())
+	}
 }
 
 // renewSession makes the broker a cluster member again on a new ZooKeeper
@@ -502,6 +551,8 @@ func (s *Server) logConfig(t config.Topic) log.Config {
 // reportStray warns about logs on disk that no topic in the metadata
 // gives this broker. They are kept (not served, not deleted).
 func (s *Server) reportStray() {
+	s.controlMu.Lock()
+	defer s.controlMu.Unlock()
 	for _, l := range s.logs.Logs() {
 		tp := log.TopicPartition{Topic: l.Topic(), Partition: l.Partition()}
 		if _, ok := s.hosted[tp]; !ok {
@@ -510,9 +561,10 @@ func (s *Server) reportStray() {
 	}
 }
 
-// onMetadataChange applies a new metadata snapshot to this broker: the
-// dynamic broker config, then deletions, then the partitions it hosts
-// (Kafka's LeaderAndIsr). The cache calls it under its lock, in order.
+// onMetadataChange applies what a new metadata snapshot changes for this
+// broker beyond its partitions' roles (which LeaderAndIsr sets): the
+// dynamic broker config, and the config of the topics it hosts. The cache
+// calls it under its lock, in order.
 func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 	id := s.static.BrokerID
 	defaultsChanged := false
@@ -528,72 +580,20 @@ func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 		}
 	}
 	defaults := s.cfg.Load().TopicDefaults()
-
-	// Deleted topics, and topics re-created with a new id.
-	for tp, topicID := range s.hosted {
-		t, ok := new.Topics[tp.Topic]
-		if ok && t.ID == topicID && int(tp.Partition) < len(t.Partitions) {
-			continue
-		}
-		delete(s.hosted, tp)
-		if err := s.replicas.StopReplica(tp.Topic, tp.Partition, true); err != nil {
-			s.lg.Error("cannot delete partition", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-		}
-	}
-
-	var states []replica.PartitionState
 	for _, name := range new.TopicNames() {
 		t := new.Topics[name]
 		prev := old.Topics[name]
-		same := prev != nil && prev.ID == t.ID && !defaultsChanged && maps.Equal(prev.Config, t.Config)
-		var tc config.Topic
-		resolved := false
-		for _, p := range t.Partitions {
-			if !slices.Contains(p.Replicas, id) {
-				continue
-			}
-			tp := log.TopicPartition{Topic: name, Partition: p.Partition}
-			if _, hosted := s.hosted[tp]; hosted && same && int(p.Partition) < len(prev.Partitions) && samePartition(prev.Partitions[p.Partition], p) {
-				continue
-			}
-			if !resolved {
-				var err error
-				tc, err = config.ResolveTopic(defaults, t.Config)
-				if err != nil {
-					s.lg.Error("topic config is invalid; using defaults", "topic", name, "err", err)
-					tc = defaults
-				}
-				resolved = true
-			}
-			states = append(states, replica.PartitionState{
-				Topic: name, TopicID: t.ID, Partition: p.Partition, Leader: p.Leader,
-				LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, Replicas: p.Replicas, Config: tc,
-			})
-			s.hosted[tp] = t.ID
+		if prev == nil || prev.ID != t.ID || (!defaultsChanged && maps.Equal(prev.Config, t.Config)) {
+			continue // a new topic gets its config with its LeaderAndIsr
 		}
-	}
-	if len(states) > 0 {
-		s.reportUnhosted(s.replicas.ApplyLeaderAndISR(states))
-	}
-	s.updateCoordinator(new)
-}
-
-// updateCoordinator makes the group coordinator lead the partitions of
-// __consumer_offsets this broker leads (loading them) and resign the
-// others.
-func (s *Server) updateCoordinator(snap *controller.Snapshot) {
-	if s.groups == nil {
-		return
-	}
-	t := snap.Topics[group.Topic]
-	for p := range int32(s.static.OffsetsTopicNumPartitions) {
-		tp := log.TopicPartition{Topic: group.Topic, Partition: p}
-		_, hosted := s.hosted[tp]
-		if t != nil && int(p) < len(t.Partitions) && hosted && t.Partitions[p].Leader == s.static.BrokerID {
-			s.groups.OnLeader(p, t.Partitions[p].LeaderEpoch)
+		tc, err := config.ResolveTopic(defaults, t.Config)
+		if err != nil {
+			s.lg.Error("topic config is invalid; not applied", "topic", name, "err", err)
 			continue
 		}
-		s.groups.OnResign(p)
+		if err := s.replicas.SetTopicConfig(name, tc); err != nil {
+			s.lg.Error("topic config not applied", "topic", name, "err", err)
+		}
 	}
 }
 
@@ -639,11 +639,6 @@ func rootCause(err error) string {
 		}
 		err = next
 	}
-}
-
-func samePartition(a, b controller.PartitionInfo) bool {
-	return a.Leader == b.Leader && a.LeaderEpoch == b.LeaderEpoch && a.PartitionEpoch == b.PartitionEpoch &&
-		slices.Equal(a.ISR, b.ISR) && slices.Equal(a.Replicas, b.Replicas)
 }
 
 func equalConfigs(a, b map[string]map[string]string) bool {

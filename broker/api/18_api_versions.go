@@ -34,6 +34,9 @@ func (h *Handler) handleApiVersions(c *call) {
 	req := c.req.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	resp.ApiKeys = apiVersionKeys()
+	if h.FromController(c.r) {
+		resp.ApiKeys = controlKeys
+	}
 	if c.version >= 3 && (!softwarePattern.MatchString(req.ClientSoftwareName) || !softwarePattern.MatchString(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 	}

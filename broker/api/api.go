@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,11 @@ type Config struct {
 	LogDirs []string
 	Logger  *slog.Logger
 	Clock   func() time.Time
+	// Control serves the controller's requests (LeaderAndIsr, StopReplica,
+	// UpdateMetadata, ControlledShutdown), which arrive only on
+	// InterBrokerListener.
+	Control             func(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	InterBrokerListener string
 }
 
 // Handler serves the Kafka protocol: it implements network.Handler.
@@ -83,6 +89,12 @@ func (h *Handler) Handle(r *network.Request) {
 	if !ok {
 		h.lg.Warn("closing connection: unknown api key", "api_key", r.ApiKey, "api_version", r.ApiVersion,
 			"remote", addr(r), "client_id", clientID(r))
+		r.CloseConnection()
+		return
+	}
+	if a.control && !h.FromController(r) {
+		h.lg.Warn("closing connection: inter-broker request outside the inter-broker listener", "api", kmsg.NameForKey(r.ApiKey),
+			"listener", r.Listener, "remote", addr(r), "client_id", clientID(r))
 		r.CloseConnection()
 		return
 	}
@@ -188,6 +200,18 @@ func clientID(r *network.Request) string {
 		return ""
 	}
 	return *r.ClientID
+}
+
+// ControllerClientPrefix starts the client id of the controller's
+// connections (channel.Manager's "qk-controller-<id>").
+const ControllerClientPrefix = "qk-controller-"
+
+// FromController tells whether a request comes from a controller's
+// connection: on the inter-broker listener, with the controller's client
+// id. Only those are served the inter-broker APIs (and shown them in
+// ApiVersions); their epochs are checked by the broker.
+func (h *Handler) FromController(r *network.Request) bool {
+	return h.cfg.Control != nil && r.Listener == h.cfg.InterBrokerListener && strings.HasPrefix(clientID(r), ControllerClientPrefix)
 }
 
 // broker is the current broker configuration.

@@ -57,7 +57,7 @@ func (h *Handler) createOffsetsTopic(ctx context.Context) (*controller.Topic, er
 		h.lg.Warn("offsets.topic.replication.factor capped: qk does not replicate partitions yet",
 			"offsets.topic.replication.factor", want, "replication_factor", rf, "live_brokers", len(h.cfg.Cache.Snapshot().Brokers))
 	}
-	t, err := h.cfg.Controller.CreateTopic(ctx, controller.TopicSpec{
+	t, err := h.createTopicFromAnyBroker(ctx, controller.TopicSpec{
 		Name:              group.Topic,
 		NumPartitions:     int32(b.OffsetsTopicNumPartitions),
 		ReplicationFactor: int16(rf),
@@ -66,7 +66,7 @@ func (h *Handler) createOffsetsTopic(ctx context.Context) (*controller.Topic, er
 			"segment.bytes":    strconv.Itoa(b.OffsetsTopicSegmentBytes),
 			"compression.type": "producer",
 		},
-	}, false)
+	})
 	if err != nil {
 		if t, ok := h.cfg.Cache.Snapshot().Topics[group.Topic]; ok {
 			return t, nil

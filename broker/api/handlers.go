@@ -11,6 +11,9 @@ type api struct {
 	min    int16
 	max    int16
 	handle func(h *Handler, c *call)
+	// control: an inter-broker request from the controller, served on
+	// the inter-broker listener only and not advertised in ApiVersions.
+	control bool
 }
 
 // apis is the one table that drives both dispatch (Handle) and the
@@ -24,6 +27,10 @@ var apis = []api{
 	{key: 1, min: 4, max: 18, handle: (*Handler).handleFetch},
 	{key: 2, min: 0, max: 11, handle: (*Handler).handleListOffsets},
 	{key: 3, min: 0, max: 13, handle: (*Handler).handleMetadata},
+	{key: 4, min: 0, max: 7, handle: (*Handler).handleControl, control: true},
+	{key: 5, min: 0, max: 4, handle: (*Handler).handleControl, control: true},
+	{key: 6, min: 0, max: 8, handle: (*Handler).handleControl, control: true},
+	{key: 7, min: 1, max: 3, handle: (*Handler).handleControl, control: true},
 	{key: 8, min: 0, max: 10, handle: (*Handler).handleOffsetCommit},
 	{key: 9, min: 0, max: 10, handle: (*Handler).handleOffsetFetch},
 	{key: 10, min: 0, max: 6, handle: (*Handler).handleFindCoordinator},
@@ -55,6 +62,9 @@ var apis = []api{
 var (
 	byKey       map[int16]*api
 	versionKeys []kmsg.ApiVersionsResponseApiKey
+	// controlKeys adds the inter-broker APIs, for the controller's
+	// connections.
+	controlKeys []kmsg.ApiVersionsResponseApiKey
 )
 
 func init() {
@@ -71,7 +81,10 @@ func init() {
 		byKey[a.key] = a
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
-		versionKeys = append(versionKeys, k)
+		controlKeys = append(controlKeys, k)
+		if !a.control {
+			versionKeys = append(versionKeys, k)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/qk-project/qk/broker/controller"
@@ -41,11 +42,11 @@ func (h *Handler) autoCreateTopic(ctx context.Context, name string) (*controller
 		return nil, err
 	}
 	b := h.broker()
-	t, err := h.cfg.Controller.CreateTopic(ctx, controller.TopicSpec{
+	t, err := h.createTopicFromAnyBroker(ctx, controller.TopicSpec{
 		Name:              name,
 		NumPartitions:     int32(b.NumPartitions),
 		ReplicationFactor: int16(b.DefaultReplicationFactor),
-	}, false)
+	})
 	switch {
 	case err == nil:
 		h.lg.Info("auto-created topic", "topic", name, "partitions", b.NumPartitions)
@@ -55,10 +56,18 @@ func (h *Handler) autoCreateTopic(ctx context.Context, name string) (*controller
 			return t, nil
 		}
 		return nil, errLeaderNotAvailable
-	case errorCode(err) == errorCode(controller.ErrNotController):
-		// Another broker is the controller: the client will find the
-		// topic once it is created there.
-		return nil, fmt.Errorf("%w: %v", errLeaderNotAvailable, err)
 	}
 	return nil, err
+}
+
+// createTopicFromAnyBroker creates a topic through the controller when
+// this broker is it, else by writing its assignment to the store for the
+// controller to pick up, as a Kafka broker auto-creates topics (and
+// __consumer_offsets) in ZooKeeper mode.
+func (h *Handler) createTopicFromAnyBroker(ctx context.Context, spec controller.TopicSpec) (*controller.Topic, error) {
+	t, err := h.cfg.Controller.CreateTopic(ctx, spec, false)
+	if errors.Is(err, controller.ErrNotController) && !errors.Is(err, controller.ErrFenced) {
+		return h.cfg.Controller.CreateTopicInStore(ctx, spec)
+	}
+	return t, err
 }

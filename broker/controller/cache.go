@@ -7,10 +7,11 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/metadata"
 )
@@ -20,9 +21,6 @@ type Broker struct {
 	ID        int32
 	Endpoints []metadata.Endpoint
 	Rack      string
-	// Epoch is the zxid that created the registration (Kafka's broker
-	// epoch).
-	Epoch int64
 }
 
 // Endpoint returns the broker's endpoint on the named listener.
@@ -45,6 +43,8 @@ type PartitionInfo struct {
 	// PartitionEpoch is the data version of the state node (Kafka's
 	// zkVersion, partition epoch in KIP-380 terms).
 	PartitionEpoch int32
+	// OfflineReplicas are the replicas whose broker is down.
+	OfflineReplicas []int32
 }
 
 // Topic is a topic as the store describes it.
@@ -54,8 +54,6 @@ type Topic struct {
 	Partitions []PartitionInfo // index = partition number
 	// Config holds the topic's overrides (/config/topics/<t>).
 	Config map[string]string
-
-	mzxid int64 // of the topic node, to skip re-reading unchanged topics
 }
 
 // Snapshot is an immutable view of the cluster metadata. Never modify
@@ -72,6 +70,8 @@ type Snapshot struct {
 	topicIDs        map[[16]byte]string
 	configCVersion  int32
 	brokerCfgLoaded bool
+	// updated: an UpdateMetadata from the controller was applied.
+	updated bool
 }
 
 func emptySnapshot() *Snapshot {
@@ -104,8 +104,12 @@ type CacheConfig struct {
 	OnChange func(old, new *Snapshot)
 }
 
-// Cache is a broker's view of the cluster metadata, kept current by
-// watches on the store.
+// Cache is a broker's view of the cluster metadata (Kafka's
+// MetadataCache). Brokers, topics and partition states come from the
+// controller's UpdateMetadata requests (ApplyUpdateMetadata), so that one
+// partition's change costs every broker one request and no store reads;
+// the cluster id and the configs are read from the store, and kept
+// current by a watch on /config/changes, as Kafka's brokers do.
 type Cache struct {
 	store    metadata.Store
 	lg       *slog.Logger
@@ -265,8 +269,8 @@ func (c *Cache) watch(path string, kind metadata.WatchKind) error {
 	return nil
 }
 
-// Sync re-reads the store now and, if anything changed, publishes the
-// new snapshot and calls OnChange.
+// Sync re-reads what the cache takes from the store (the cluster id and,
+// when /config/changes moved, the configs) and publishes the snapshot.
 func (c *Cache) Sync(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -275,21 +279,35 @@ func (c *Cache) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.publish(old, s)
+	return nil
+}
+
+// publish stores s and calls OnChange; c.mu is held.
+func (c *Cache) publish(old, s *Snapshot) {
 	c.snap.Store(s)
 	c.onChange(old, s)
 	c.changedMu.Lock()
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.changedMu.Unlock()
-	return nil
 }
 
-// read builds a snapshot, reusing old's topics whose node did not change.
-// Watches are registered before the nodes are read.
-func (c *Cache) read(ctx context.Context, old *Snapshot) (*Snapshot, error) {
-	s := emptySnapshot()
-	st := c.store
+// clone copies the snapshot's maps (not the topics they point to).
+func (s *Snapshot) clone() *Snapshot {
+	n := *s
+	n.Brokers = maps.Clone(s.Brokers)
+	n.Topics = maps.Clone(s.Topics)
+	n.topicIDs = maps.Clone(s.topicIDs)
+	return &n
+}
 
+// read builds a snapshot from old with what the store holds: the cluster
+// id, and the configs when a change was announced. The watch is
+// registered before the nodes are read.
+func (c *Cache) read(ctx context.Context, old *Snapshot) (*Snapshot, error) {
+	s := old.clone()
+	st := c.store
 	if data, _, err := st.Get(ctx, metadata.ClusterIDPath); err == nil {
 		if s.ClusterID, err = metadata.UnmarshalClusterID(data); err != nil {
 			return nil, err
@@ -297,48 +315,19 @@ func (c *Cache) read(ctx context.Context, old *Snapshot) (*Snapshot, error) {
 	} else if !errors.Is(err, metadata.ErrNoNode) {
 		return nil, err
 	}
-
-	if err := c.watch(metadata.ControllerPath, metadata.WatchExists); err != nil {
-		return nil, err
-	}
-	if data, _, err := st.Get(ctx, metadata.ControllerPath); err == nil {
-		ci, err := metadata.UnmarshalController(data)
-		if err != nil {
+	if !old.updated {
+		// Until the controller's first UpdateMetadata, the controller id
+		// from the store.
+		s.ControllerID = -1
+		if data, _, err := st.Get(ctx, metadata.ControllerPath); err == nil {
+			if ci, err := metadata.UnmarshalController(data); err == nil {
+				s.ControllerID = ci.BrokerID
+			}
+		} else if !errors.Is(err, metadata.ErrNoNode) {
 			return nil, err
 		}
-		s.ControllerID = ci.BrokerID
-	} else if !errors.Is(err, metadata.ErrNoNode) {
-		return nil, err
 	}
 
-	if err := c.watch(metadata.BrokerIDsPath, metadata.WatchChildren); err != nil {
-		return nil, err
-	}
-	ids, _, err := st.Children(ctx, metadata.BrokerIDsPath)
-	if err != nil {
-		return nil, err
-	}
-	for _, idText := range ids {
-		id, err := strconv.ParseInt(idText, 10, 32)
-		if err != nil {
-			continue
-		}
-		data, stat, err := st.Get(ctx, metadata.BrokerIDsPath+"/"+idText)
-		if errors.Is(err, metadata.ErrNoNode) {
-			continue // gone since listed
-		}
-		if err != nil {
-			return nil, err
-		}
-		reg, err := metadata.UnmarshalBrokerRegistration(data)
-		if err != nil {
-			c.lg.Warn("ignoring unreadable broker registration", "broker_id", id, "err", err)
-			continue
-		}
-		s.Brokers[int32(id)] = Broker{ID: int32(id), Endpoints: reg.Endpoints, Rack: reg.Rack, Epoch: stat.Czxid}
-	}
-
-	// Config changes: re-read every config when a notification was added.
 	if err := c.watch(metadata.ConfigChangesPath, metadata.WatchChildren); err != nil {
 		return nil, err
 	}
@@ -347,100 +336,144 @@ func (c *Cache) read(ctx context.Context, old *Snapshot) (*Snapshot, error) {
 		return nil, err
 	}
 	s.configCVersion = cstat.CVersion
-	configsChanged := cstat.CVersion != old.configCVersion
-
-	if err := c.watch(metadata.BrokerTopicsPath, metadata.WatchChildren); err != nil {
-		return nil, err
+	if cstat.CVersion == old.configCVersion && old.brokerCfgLoaded {
+		return s, nil
 	}
-	names, _, err := st.Children(ctx, metadata.BrokerTopicsPath)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		t, err := c.readTopic(ctx, name, old.Topics[name], configsChanged)
-		if errors.Is(err, metadata.ErrNoNode) {
-			continue // deleted since listed
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read topic %s: %w", name, err)
-		}
-		s.Topics[name] = t
-		if t.ID != ([16]byte{}) {
-			s.topicIDs[t.ID] = name
-		}
-	}
-
-	s.BrokerConfigs, s.brokerCfgLoaded = old.BrokerConfigs, true
-	if configsChanged || !old.brokerCfgLoaded {
-		s.BrokerConfigs = map[string]map[string]string{}
-		entities, _, err := st.Children(ctx, "/config/"+metadata.ConfigBrokers)
-		if err != nil && !errors.Is(err, metadata.ErrNoNode) {
-			return nil, err
-		}
-		for _, e := range entities {
-			cfg, err := metadata.ReadEntityConfig(ctx, st, metadata.ConfigBrokers, e)
-			if err != nil {
-				return nil, err
-			}
-			s.BrokerConfigs[e] = cfg
-		}
-	}
-	return s, nil
-}
-
-// readTopic reads a topic's assignment and, unless the node is unchanged
-// since prev, its partition states; configs are re-read when asked.
-func (c *Cache) readTopic(ctx context.Context, name string, prev *Topic, readConfig bool) (*Topic, error) {
-	st := c.store
-	path := metadata.TopicPath(name)
-	if err := c.watch(path, metadata.WatchData); err != nil {
-		return nil, err
-	}
-	data, stat, err := st.Get(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	var t *Topic
-	if prev != nil && prev.mzxid == stat.Mzxid && prev.Name == name {
-		cp := *prev
-		t = &cp
-	} else {
-		a, err := metadata.UnmarshalTopicAssignment(data)
-		if err != nil {
-			return nil, err
-		}
-		t = &Topic{Name: name, ID: a.TopicID, mzxid: stat.Mzxid}
-		n := int32(len(a.Partitions))
-		t.Partitions = make([]PartitionInfo, 0, n)
-		for p := range n {
-			replicas, ok := a.Partitions[p]
-			if !ok {
-				return nil, fmt.Errorf("%w: topic %s has %d partitions but no partition %d", metadata.ErrMalformed, name, n, p)
-			}
-			pi := PartitionInfo{Partition: p, Replicas: replicas, Leader: metadata.NoLeader, LeaderEpoch: -1}
-			sdata, sstat, err := st.Get(ctx, metadata.PartitionStatePath(name, p))
-			switch {
-			case err == nil:
-				ps, err := metadata.UnmarshalPartitionState(sdata)
-				if err != nil {
-					return nil, err
-				}
-				pi.Leader, pi.LeaderEpoch, pi.ISR, pi.PartitionEpoch = ps.Leader, ps.LeaderEpoch, ps.ISR, sstat.Version
-			case errors.Is(err, metadata.ErrNoNode):
-				// No state yet: offline until the controller writes one.
-			default:
-				return nil, err
-			}
-			t.Partitions = append(t.Partitions, pi)
-		}
-		readConfig = true
-	}
-	if readConfig || prev == nil {
+	for name, t := range s.Topics {
 		cfg, err := metadata.ReadEntityConfig(ctx, st, metadata.ConfigTopics, name)
 		if err != nil {
 			return nil, err
 		}
-		t.Config = cfg
+		if !maps.Equal(cfg, t.Config) {
+			cp := *t
+			cp.Config = cfg
+			s.Topics[name] = &cp
+		}
 	}
-	return t, nil
+	s.BrokerConfigs, s.brokerCfgLoaded = map[string]map[string]string{}, true
+	entities, _, err := st.Children(ctx, "/config/"+metadata.ConfigBrokers)
+	if err != nil && !errors.Is(err, metadata.ErrNoNode) {
+		return nil, err
+	}
+	for _, e := range entities {
+		cfg, err := metadata.ReadEntityConfig(ctx, st, metadata.ConfigBrokers, e)
+		if err != nil {
+			return nil, err
+		}
+		s.BrokerConfigs[e] = cfg
+	}
+	return s, nil
+}
+
+// ApplyUpdateMetadata applies the controller's UpdateMetadata (any
+// version): the live brokers and the controller are replaced, the
+// partitions it names are set, and those sent with LeaderDuringDelete
+// (-2) go with their topic. The configs of topics new to the cache are
+// read from the store.
+func (c *Cache) ApplyUpdateMetadata(ctx context.Context, req *kmsg.UpdateMetadataRequest) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.snap.Load()
+	s := old.clone()
+	s.updated = true
+	s.ControllerID = req.ControllerID
+	s.Brokers = make(map[int32]Broker, len(req.LiveBrokers))
+	for _, lb := range req.LiveBrokers {
+		b := Broker{ID: lb.ID}
+		if lb.Rack != nil {
+			b.Rack = *lb.Rack
+		}
+		if req.Version == 0 {
+			b.Endpoints = []metadata.Endpoint{{Listener: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Host: lb.Host, Port: lb.Port}}
+		}
+		for _, e := range lb.Endpoints {
+			name := e.ListenerName
+			proto := securityProtocolName(e.SecurityProtocol)
+			if name == "" {
+				name = proto
+			}
+			b.Endpoints = append(b.Endpoints, metadata.Endpoint{Listener: name, SecurityProtocol: proto, Host: e.Host, Port: e.Port})
+		}
+		s.Brokers[lb.ID] = b
+	}
+	type upd struct {
+		topic string
+		id    [16]byte
+		ps    []kmsg.UpdateMetadataRequestTopicPartition
+	}
+	var ups []upd
+	if req.Version >= 5 {
+		for _, t := range req.TopicStates {
+			ups = append(ups, upd{t.Topic, t.TopicID, t.PartitionStates})
+		}
+	} else {
+		for _, p := range req.PartitionStates {
+			if len(ups) == 0 || ups[len(ups)-1].topic != p.Topic {
+				ups = append(ups, upd{topic: p.Topic})
+			}
+			ups[len(ups)-1].ps = append(ups[len(ups)-1].ps, p)
+		}
+	}
+	var errs []error
+	for _, u := range ups {
+		prev := s.Topics[u.topic]
+		deleting := false
+		for _, p := range u.ps {
+			deleting = deleting || p.Leader == LeaderDuringDelete
+		}
+		if deleting {
+			if prev != nil {
+				delete(s.Topics, u.topic)
+				delete(s.topicIDs, prev.ID)
+			}
+			continue
+		}
+		var t *Topic
+		switch {
+		case prev != nil && (u.id == ([16]byte{}) || prev.ID == u.id):
+			cp := *prev
+			cp.Partitions = slices.Clone(prev.Partitions)
+			t = &cp
+		default:
+			// A new topic, or one re-created with a new id.
+			if prev != nil {
+				delete(s.topicIDs, prev.ID)
+			}
+			cfg, err := metadata.ReadEntityConfig(ctx, c.store, metadata.ConfigTopics, u.topic)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("config of topic %s: %w", u.topic, err))
+				cfg = map[string]string{}
+			}
+			t = &Topic{Name: u.topic, ID: u.id, Config: cfg}
+		}
+		for _, p := range u.ps {
+			for int32(len(t.Partitions)) <= p.Partition {
+				t.Partitions = append(t.Partitions, PartitionInfo{Partition: int32(len(t.Partitions)), Leader: metadata.NoLeader, LeaderEpoch: -1})
+			}
+			t.Partitions[p.Partition] = PartitionInfo{Partition: p.Partition, Replicas: p.Replicas, Leader: p.Leader,
+				LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, PartitionEpoch: p.ZKVersion, OfflineReplicas: p.OfflineReplicas}
+		}
+		s.Topics[u.topic] = t
+		if t.ID != ([16]byte{}) {
+			s.topicIDs[t.ID] = u.topic
+		}
+	}
+	c.publish(old, s)
+	return errors.Join(errs...)
+}
+
+// LeaderDuringDelete is the leader UpdateMetadata gives the partitions of
+// a topic being deleted.
+const LeaderDuringDelete = -2
+
+func securityProtocolName(id int16) string {
+	switch id {
+	case 1:
+		return "SSL"
+	case 2:
+		return "SASL_PLAINTEXT"
+	case 3:
+		return "SASL_SSL"
+	}
+	return "PLAINTEXT"
 }

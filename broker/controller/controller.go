@@ -8,11 +8,12 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/metadata"
 )
@@ -51,6 +52,19 @@ type Config struct {
 	// the broker cannot serve. Other brokers' replicas are not checked:
 	// they do not report their limits.
 	CanHost func(n int) error
+	// NewChannel makes the channel of a controller term (channel.New).
+	NewChannel func() Channel
+	// Local serves this broker's own control requests in-process (nil:
+	// through the network like the others').
+	Local func(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	// Listener is the inter-broker listener the controller reaches
+	// brokers on (inter.broker.listener.name).
+	Listener string
+	// UncleanLeaderElection is the broker's
+	// unclean.leader.election.enable (topics may override it).
+	UncleanLeaderElection func() bool
+	// DeleteTopicEnable is delete.topic.enable.
+	DeleteTopicEnable func() bool
 }
 
 // Controller is this broker's controller role: it competes for
@@ -62,8 +76,30 @@ type Controller struct {
 	lg    *slog.Logger
 	now   func() time.Time
 
-	mu      sync.Mutex // serialises topic changes
-	canHost func(n int) error
+	// mu serialises the controller's work: elections, every event of the
+	// active controller and the API calls that change topics.
+	mu             sync.Mutex
+	canHost        func(n int) error
+	newChannel     func() Channel
+	local          func(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	listener       string
+	uncleanDefault func() bool
+	deleteEnabled  func() bool
+
+	// The active term (guarded by mu): its state, its channel to the
+	// brokers, its watches; gen counts terms, so that a late event or
+	// answer of an earlier one is dropped.
+	cc         *controllerContext
+	ch         Channel
+	gen        atomic.Uint64
+	termCtx    context.Context
+	termCancel context.CancelFunc
+	watching   map[watchKey]bool
+	deleted    broadcaster // a topic's deletion completed
+
+	qmu     sync.Mutex // guards queue
+	queue   []queued
+	qnotify chan struct{}
 	// rejoin wakes the election loop after the store's session expired
 	// and a new one is in place (Rejoin).
 	rejoin chan struct{}
@@ -88,8 +124,14 @@ func New(cfg Config) *Controller {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	if cfg.NewChannel == nil {
+		panic("controller: Config.NewChannel is required")
+	}
 	c := &Controller{id: cfg.BrokerID, store: cfg.Store, cache: cfg.Cache, now: cfg.Clock,
-		lg: cfg.Logger.With("component", "controller"), canHost: cfg.CanHost, rejoin: make(chan struct{}, 1)}
+		lg: cfg.Logger.With("component", "controller"), canHost: cfg.CanHost, rejoin: make(chan struct{}, 1),
+		newChannel: cfg.NewChannel, local: cfg.Local, listener: cfg.Listener,
+		uncleanDefault: cfg.UncleanLeaderElection, deleteEnabled: cfg.DeleteTopicEnable,
+		qnotify: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }
@@ -101,6 +143,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		return err
 	}
 	c.wg.Go(c.run)
+	c.wg.Go(c.eventLoop)
 	return nil
 }
 
@@ -108,7 +151,10 @@ func (c *Controller) Start(ctx context.Context) error {
 func (c *Controller) Close() {
 	c.cancel()
 	c.wg.Wait()
+	c.mu.Lock()
 	c.active.Store(false)
+	c.onResign()
+	c.mu.Unlock()
 }
 
 // IsActive reports whether this broker is the controller.
@@ -125,6 +171,9 @@ func (c *Controller) Resign() {
 	if c.active.Swap(false) {
 		c.lg.Warn("resigned as controller: zookeeper session expired", "controller_epoch", c.epoch.Load())
 	}
+	c.mu.Lock()
+	c.onResign()
+	c.mu.Unlock()
 }
 
 // Rejoin enters the election again on the store's new session.
@@ -230,7 +279,7 @@ func (c *Controller) elect(ctx context.Context) error {
 			c.epochZkVersion.Store(stat.Version + 1)
 			c.active.Store(true)
 			c.lg.Info("became controller", "controller_epoch", epoch+1)
-			return c.onElected(ctx)
+			return c.onElected()
 		case errors.Is(err, metadata.ErrNodeExists):
 			// Someone else is controller, or we are: an earlier attempt
 			// whose reply was lost with the connection created it.
@@ -249,7 +298,7 @@ func (c *Controller) elect(ctx context.Context) error {
 					c.epochZkVersion.Store(estat.Version)
 					c.active.Store(true)
 					c.lg.Info("became controller", "controller_epoch", e)
-					return c.onElected(ctx)
+					return c.onElected()
 				}
 			}
 			c.active.Store(false)
@@ -262,24 +311,21 @@ func (c *Controller) elect(ctx context.Context) error {
 	}
 }
 
-// onElected finishes what the previous controller left: topic deletions
-// asked through /admin/delete_topics (Kafka's tools write there).
-func (c *Controller) onElected(ctx context.Context) error {
-	names, _, err := c.store.Children(ctx, metadata.DeleteTopicsPath)
-	if errors.Is(err, metadata.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		if err := c.deleteTopicLocked(ctx, name); err != nil && !errors.Is(err, ErrUnknownTopic) {
-			return err
+// onElected starts the term: the whole state read, every broker told.
+// A failure resigns (this broker could not act as controller) and deletes
+// /controller, so that another broker, or this one, tries again.
+func (c *Controller) onElected() error {
+	c.onResign()
+	ctx, cancel := context.WithTimeout(c.ctx, opTimeout)
+	defer cancel()
+	if err := c.onControllerFailover(ctx); err != nil {
+		c.active.Store(false)
+		c.onResign()
+		c.lg.Error("controller failover failed; resigning", "err", err)
+		if _, stat, gerr := c.store.Get(ctx, metadata.ControllerPath); gerr == nil && stat.EphemeralOwner == c.store.SessionID() {
+			_ = c.store.Delete(ctx, metadata.ControllerPath, stat.Version)
 		}
-		_ = c.store.Delete(ctx, metadata.DeleteTopicPath(name), metadata.AnyVersion)
-	}
-	if len(names) > 0 {
-		return c.cache.Sync(ctx)
+		return err
 	}
 	return nil
 }
@@ -297,26 +343,88 @@ type TopicSpec struct {
 }
 
 // CreateTopic validates spec against the cluster and, unless
-// validateOnly, creates the topic: its config, assignment (with a new
-// topic id) and partition states (leader: the first replica; ISR: all
-// replicas) in one Multi. It returns the topic as the cache then shows
-// it (nil for validateOnly).
+// validateOnly, creates the topic as Kafka's controller does: its config
+// and assignment (with a new topic id) in one fenced Multi, then its
+// partitions through the state machines (their states written, their
+// brokers told). It returns the topic as this broker's metadata then
+// shows it (nil for validateOnly).
 func (c *Controller) CreateTopic(ctx context.Context, spec TopicSpec, validateOnly bool) (*Topic, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.active.Load() {
+	if !c.active.Load() || c.cc == nil {
+		c.mu.Unlock()
 		return nil, ErrNotController
 	}
+	assignment, err := c.validateTopic(spec, c.cc.liveIDs(), c.cc.topics)
+	if err == nil {
+		err = c.checkCapacity(assignment, 0)
+	}
+	if err != nil || validateOnly {
+		c.mu.Unlock()
+		return nil, err
+	}
+	id := metadata.NewUUID()
+	ops, err := topicOps(ctx, c.store, spec, id, assignment)
+	if err == nil {
+		_, err = c.multi(ctx, ops...)
+	}
+	if err != nil {
+		c.mu.Unlock()
+		if errors.Is(err, metadata.ErrNodeExists) {
+			return nil, fmt.Errorf("%w: topic '%s' already exists", ErrTopicExists, spec.Name)
+		}
+		return nil, fmt.Errorf("create topic %s: %w", spec.Name, err)
+	}
+	c.lg.Info("created topic", "topic", spec.Name, "partitions", len(assignment), "topic_id", metadata.FormatUUID(id))
+	c.cc.topics[spec.Name] = &topicInfo{id: id, assignment: assignment}
+	if err := c.watchTopic(spec.Name); err != nil {
+		c.lg.Warn("cannot watch topic", "topic", spec.Name, "err", err)
+	}
+	b := newBatch()
+	c.onNewPartitionCreation(ctx, b, c.cc.partitions(spec.Name))
+	c.send(b)
+	c.mu.Unlock()
+	return c.waitForTopic(ctx, spec.Name, len(assignment))
+}
+
+// CreateTopicInStore writes a new topic's config and assignment to the
+// store without being the controller, as Kafka's brokers auto-create
+// topics (AdminZkClient.createTopic): the controller picks it up through
+// its watch. It waits for the topic to reach this broker's metadata.
+func (c *Controller) CreateTopicInStore(ctx context.Context, spec TopicSpec) (*Topic, error) {
 	snap := c.cache.Snapshot()
-	if _, ok := snap.Topics[spec.Name]; ok {
-		return nil, fmt.Errorf("%w: topic '%s' already exists", ErrTopicExists, spec.Name)
+	topics := map[string]*topicInfo{}
+	for name := range snap.Topics {
+		topics[name] = nil
 	}
-	if other, ok := collides(snap, spec.Name); ok {
-		return nil, fmt.Errorf("%w: topic '%s' collides with existing topic: %s", ErrTopicCollision, spec.Name, other)
+	assignment, err := c.validateTopic(spec, snap.BrokerIDs(), topics)
+	if err == nil {
+		err = c.checkCapacity(assignment, 0)
 	}
-	live, err := c.liveBrokers(ctx)
 	if err != nil {
 		return nil, err
+	}
+	ops, err := topicOps(ctx, c.store, spec, metadata.NewUUID(), assignment)
+	if err == nil {
+		_, err = c.store.Multi(ctx, ops...)
+	}
+	if errors.Is(err, metadata.ErrNodeExists) {
+		return nil, fmt.Errorf("%w: topic '%s' already exists", ErrTopicExists, spec.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create topic %s: %w", spec.Name, err)
+	}
+	c.lg.Info("wrote new topic for the controller", "topic", spec.Name, "partitions", len(assignment))
+	return c.waitForTopic(ctx, spec.Name, len(assignment))
+}
+
+// validateTopic checks spec against the live brokers and the topics, and
+// returns its assignment.
+func (c *Controller) validateTopic(spec TopicSpec, live []int32, topics map[string]*topicInfo) (map[int32][]int32, error) {
+	if _, ok := topics[spec.Name]; ok {
+		return nil, fmt.Errorf("%w: topic '%s' already exists", ErrTopicExists, spec.Name)
+	}
+	if other, ok := collides(slices.Sorted(maps.Keys(topics)), spec.Name); ok {
+		return nil, fmt.Errorf("%w: topic '%s' collides with existing topic: %s", ErrTopicCollision, spec.Name, other)
 	}
 	assignment := spec.Assignment
 	if len(assignment) == 0 {
@@ -326,47 +434,54 @@ func (c *Controller) CreateTopic(ctx context.Context, spec TopicSpec, validateOn
 		if err := checkReplicationFactor(int(spec.ReplicationFactor), len(live)); err != nil {
 			return nil, err
 		}
-		assignment = AssignReplicas(live, 0, int(spec.NumPartitions), int(spec.ReplicationFactor))
-	} else if err := checkAssignment(assignment, 0, live); err != nil {
+		return AssignReplicas(live, 0, int(spec.NumPartitions), int(spec.ReplicationFactor)), nil
+	}
+	if err := checkAssignment(assignment, 0, live); err != nil {
 		return nil, err
 	}
-	if err := c.checkCapacity(assignment, 0); err != nil {
-		return nil, err
-	}
-	if validateOnly {
-		return nil, nil
-	}
+	return assignment, nil
+}
 
-	id := metadata.NewUUID()
+// topicOps are the writes that create a topic: its config and its
+// assignment (Kafka writes nothing else; the controller adds the states).
+func topicOps(ctx context.Context, st metadata.Store, spec TopicSpec, id [16]byte, assignment map[int32][]int32) ([]metadata.Op, error) {
 	var ops []metadata.Op
 	cfgPath := metadata.EntityConfigPath(metadata.ConfigTopics, spec.Name)
-	if _, ok, err := c.store.Exists(ctx, cfgPath); err != nil {
+	if _, ok, err := st.Exists(ctx, cfgPath); err != nil {
 		return nil, err
 	} else if ok {
 		ops = append(ops, metadata.SetOp(cfgPath, metadata.MarshalEntityConfig(spec.Config), metadata.AnyVersion))
 	} else {
 		ops = append(ops, metadata.CreateOp(cfgPath, metadata.MarshalEntityConfig(spec.Config), 0))
 	}
-	ops = append(ops,
-		metadata.CreateOp(metadata.TopicPath(spec.Name), metadata.MarshalTopicAssignment(metadata.TopicAssignment{TopicID: id, Partitions: assignment}), 0),
-		metadata.CreateOp(metadata.TopicPartitionsPath(spec.Name), nil, 0))
-	ops = append(ops, c.newPartitionOps(spec.Name, assignment, 0)...)
-	if err := c.multi(ctx, ops...); err != nil {
-		if errors.Is(err, metadata.ErrNodeExists) {
-			return nil, fmt.Errorf("%w: topic '%s' already exists", ErrTopicExists, spec.Name)
+	return append(ops, metadata.CreateOp(metadata.TopicPath(spec.Name),
+		metadata.MarshalTopicAssignment(metadata.TopicAssignment{TopicID: id, Partitions: assignment}), 0)), nil
+}
+
+// waitForTopic waits until this broker's metadata shows the topic with n
+// partitions, each with a leader (or with no live replica to lead it).
+func (c *Controller) waitForTopic(ctx context.Context, name string, n int) (*Topic, error) {
+	err := c.cache.WaitFor(ctx, func(s *Snapshot) bool {
+		t, ok := s.Topics[name]
+		if !ok || len(t.Partitions) < n {
+			return false
 		}
-		return nil, fmt.Errorf("create topic %s: %w", spec.Name, err)
-	}
-	c.lg.Info("created topic", "topic", spec.Name, "partitions", len(assignment), "topic_id", metadata.FormatUUID(id))
-	if err := c.cache.Sync(ctx); err != nil {
+		for _, p := range t.Partitions {
+			if p.Leader < 0 && slices.ContainsFunc(p.Replicas, func(r int32) bool { _, live := s.Brokers[r]; return live }) {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
 		// The topic exists; what did not finish in time is setting up its
-		// partitions here, which goes on (a client that retries gets
+		// partitions, which goes on (a client that retries gets
 		// TOPIC_ALREADY_EXISTS, and Metadata shows the partitions as they
 		// come). Say so, rather than the store call the deadline cut.
 		return nil, fmt.Errorf("topic %s was created, but its %d partitions were not all set up within the request's timeout (they still are being): %w",
-			spec.Name, len(assignment), err)
+			name, n, err)
 	}
-	return c.cache.Snapshot().Topics[spec.Name], nil
+	return c.cache.Snapshot().Topics[name], nil
 }
 
 // checkCapacity asks CanHost about the replicas of partitions from..len-1
@@ -391,191 +506,205 @@ func (c *Controller) checkCapacity(assignment map[int32][]int32, from int32) err
 // moved) and this one's write was refused; it has resigned.
 var ErrFenced = fmt.Errorf("%w: fenced by a newer controller epoch", ErrNotController)
 
+// Errors of ControlledShutdown.
+var (
+	// ErrBrokerNotAvailable: the broker is not registered.
+	ErrBrokerNotAvailable = errors.New("controller: broker not available")
+	// ErrStaleBrokerEpoch: the request names an earlier registration of
+	// the broker (STALE_BROKER_EPOCH).
+	ErrStaleBrokerEpoch = errors.New("controller: stale broker epoch")
+)
+
 // multi applies the controller's ops behind a check that /controller_epoch
-// is still the version this controller set when it won.
-func (c *Controller) multi(ctx context.Context, ops ...metadata.Op) error {
+// is still the version this controller set when it won, and returns the
+// results of ops. Called with c.mu held.
+func (c *Controller) multi(ctx context.Context, ops ...metadata.Op) ([]metadata.OpResult, error) {
 	fenced := append([]metadata.Op{metadata.CheckOp(metadata.ControllerEpochPath, c.epochZkVersion.Load())}, ops...)
-	_, err := c.store.Multi(ctx, fenced...)
+	res, err := c.store.Multi(ctx, fenced...)
 	var me *metadata.MultiError
 	if errors.As(err, &me) && me.Index == 0 {
 		if c.active.Swap(false) {
 			c.lg.Warn("resigned as controller: a newer controller epoch fenced a write", "controller_epoch", c.epoch.Load())
+			c.onResign()
 		}
-		return fmt.Errorf("%w (%v)", ErrFenced, err)
+		return nil, fmt.Errorf("%w (%v)", ErrFenced, err)
 	}
 	if me != nil {
 		// Report the caller's op, not the fence's position.
 		me.Index--
 	}
-	return err
-}
-
-// newPartitionOps creates the nodes and states of partitions from..len-1.
-func (c *Controller) newPartitionOps(topic string, assignment map[int32][]int32, from int32) []metadata.Op {
-	var ops []metadata.Op
-	for p := from; p < int32(len(assignment)); p++ {
-		replicas := assignment[p]
-		state := metadata.PartitionState{Leader: replicas[0], LeaderEpoch: 0, ISR: slices.Clone(replicas), ControllerEpoch: c.epoch.Load()}
-		ops = append(ops,
-			metadata.CreateOp(metadata.PartitionPath(topic, p), nil, 0),
-			metadata.CreateOp(metadata.PartitionStatePath(topic, p), metadata.MarshalPartitionState(state), 0))
+	if err != nil {
+		return nil, err
 	}
-	return ops
+	return res[1:], nil
 }
 
 // CreatePartitions raises a topic's partition count to total. assignment,
 // if not nil, gives the replicas of each new partition in order.
 func (c *Controller) CreatePartitions(ctx context.Context, topic string, total int32, assignment [][]int32, validateOnly bool) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.active.Load() {
+	if !c.active.Load() || c.cc == nil {
+		c.mu.Unlock()
 		return ErrNotController
 	}
-	snap := c.cache.Snapshot()
-	t, ok := snap.Topics[topic]
-	if !ok {
+	cc := c.cc
+	t, ok := cc.topics[topic]
+	if !ok || cc.toDelete[topic] {
+		c.mu.Unlock()
 		return fmt.Errorf("%w: topic '%s' does not exist", ErrUnknownTopic, topic)
 	}
-	cur := int32(len(t.Partitions))
-	switch {
-	case total < cur:
-		return fmt.Errorf("%w: topic currently has %d partitions, which is higher than the requested %d", ErrInvalidPartitions, cur, total)
-	case total == cur:
-		return fmt.Errorf("%w: topic already has %d partitions", ErrInvalidPartitions, cur)
-	}
-	live, err := c.liveBrokers(ctx)
-	if err != nil {
+	full, err := c.validatePartitions(t, total, assignment, cc.liveIDs())
+	if err != nil || validateOnly {
+		c.mu.Unlock()
 		return err
 	}
-	full := map[int32][]int32{}
-	for _, p := range t.Partitions {
-		full[p.Partition] = p.Replicas
+	cur := int32(len(t.assignment))
+	data, stat, err := c.store.Get(ctx, metadata.TopicPath(topic))
+	var a metadata.TopicAssignment
+	if err == nil {
+		a, err = metadata.UnmarshalTopicAssignment(data)
 	}
+	if err == nil {
+		a.Partitions = full
+		_, err = c.multi(ctx, metadata.SetOp(metadata.TopicPath(topic), metadata.MarshalTopicAssignment(a), stat.Version))
+	}
+	if err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("create partitions of %s: %w", topic, err)
+	}
+	c.lg.Info("added partitions", "topic", topic, "partitions", total)
+	var added []TP
+	for p := cur; p < total; p++ {
+		t.assignment[p] = full[p]
+		added = append(added, TP{Topic: topic, Partition: p})
+	}
+	b := newBatch()
+	c.onNewPartitionCreation(ctx, b, added)
+	c.send(b)
+	c.mu.Unlock()
+	_, err = c.waitForTopic(ctx, topic, int(total))
+	return err
+}
+
+// validatePartitions checks a partition increase and returns the full
+// assignment.
+func (c *Controller) validatePartitions(t *topicInfo, total int32, assignment [][]int32, live []int32) (map[int32][]int32, error) {
+	cur := int32(len(t.assignment))
+	switch {
+	case total < cur:
+		return nil, fmt.Errorf("%w: topic currently has %d partitions, which is higher than the requested %d", ErrInvalidPartitions, cur, total)
+	case total == cur:
+		return nil, fmt.Errorf("%w: topic already has %d partitions", ErrInvalidPartitions, cur)
+	}
+	full := maps.Clone(t.assignment)
 	if assignment != nil {
 		if int32(len(assignment)) != total-cur {
-			return fmt.Errorf("%w: increasing the number of partitions by %d but %d assignments provided", ErrInvalidReplicaAssignment, total-cur, len(assignment))
+			return nil, fmt.Errorf("%w: increasing the number of partitions by %d but %d assignments provided", ErrInvalidReplicaAssignment, total-cur, len(assignment))
 		}
 		for i, r := range assignment {
 			full[cur+int32(i)] = r
 		}
 		if err := checkAssignment(full, cur, live); err != nil {
-			return err
+			return nil, err
 		}
 	} else {
-		rf := len(t.Partitions[0].Replicas)
+		rf := len(t.assignment[0])
 		if err := checkReplicationFactor(rf, len(live)); err != nil {
-			return err
+			return nil, err
 		}
 		maps.Copy(full, AssignReplicas(live, cur, int(total-cur), rf))
 	}
 	if err := c.checkCapacity(full, cur); err != nil {
-		return err
-	}
-	if validateOnly {
-		return nil
-	}
-	data, stat, err := c.store.Get(ctx, metadata.TopicPath(topic))
-	if err != nil {
-		return err
-	}
-	a, err := metadata.UnmarshalTopicAssignment(data)
-	if err != nil {
-		return err
-	}
-	a.Partitions = full
-	ops := []metadata.Op{metadata.SetOp(metadata.TopicPath(topic), metadata.MarshalTopicAssignment(a), stat.Version)}
-	ops = append(ops, c.newPartitionOps(topic, full, cur)...)
-	if err := c.multi(ctx, ops...); err != nil {
-		return fmt.Errorf("create partitions of %s: %w", topic, err)
-	}
-	c.lg.Info("added partitions", "topic", topic, "partitions", total)
-	return c.cache.Sync(ctx)
-}
-
-// DeleteTopic removes a topic's nodes (states, partitions, assignment,
-// config) in one Multi; the brokers hosting it delete its logs when
-// their cache sees it gone.
-func (c *Controller) DeleteTopic(ctx context.Context, topic string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.active.Load() {
-		return ErrNotController
-	}
-	if err := c.deleteTopicLocked(ctx, topic); err != nil {
-		return err
-	}
-	return c.cache.Sync(ctx)
-}
-
-func (c *Controller) deleteTopicLocked(ctx context.Context, topic string) error {
-	path := metadata.TopicPath(topic)
-	data, stat, err := c.store.Get(ctx, path)
-	if errors.Is(err, metadata.ErrNoNode) {
-		return fmt.Errorf("%w: topic '%s' does not exist", ErrUnknownTopic, topic)
-	}
-	if err != nil {
-		return err
-	}
-	a, err := metadata.UnmarshalTopicAssignment(data)
-	if err != nil {
-		return err
-	}
-	var ops []metadata.Op
-	parts, _, err := c.store.Children(ctx, metadata.TopicPartitionsPath(topic))
-	if err != nil && !errors.Is(err, metadata.ErrNoNode) {
-		return err
-	}
-	for _, p := range parts {
-		pp := metadata.TopicPartitionsPath(topic) + "/" + p
-		kids, _, err := c.store.Children(ctx, pp)
-		if err != nil {
-			return err
-		}
-		for _, k := range kids {
-			ops = append(ops, metadata.DeleteOp(pp+"/"+k, metadata.AnyVersion))
-		}
-		ops = append(ops, metadata.DeleteOp(pp, metadata.AnyVersion))
-	}
-	if err == nil {
-		ops = append(ops, metadata.DeleteOp(metadata.TopicPartitionsPath(topic), metadata.AnyVersion))
-	}
-	ops = append(ops, metadata.DeleteOp(path, stat.Version))
-	cfgPath := metadata.EntityConfigPath(metadata.ConfigTopics, topic)
-	if _, ok, err := c.store.Exists(ctx, cfgPath); err != nil {
-		return err
-	} else if ok {
-		ops = append(ops, metadata.DeleteOp(cfgPath, metadata.AnyVersion))
-	}
-	if err := c.multi(ctx, ops...); err != nil {
-		return fmt.Errorf("delete topic %s: %w", topic, err)
-	}
-	c.lg.Info("deleted topic", "topic", topic, "topic_id", metadata.FormatUUID(a.TopicID))
-	return nil
-}
-
-// liveBrokers lists the registered brokers from the store itself, not the
-// cache: a broker that registered a moment ago gets partitions too.
-func (c *Controller) liveBrokers(ctx context.Context) ([]int32, error) {
-	ids, _, err := c.store.Children(ctx, metadata.BrokerIDsPath)
-	if err != nil {
 		return nil, err
 	}
-	out := make([]int32, 0, len(ids))
-	for _, s := range ids {
-		if id, err := strconv.ParseInt(s, 10, 32); err == nil {
-			out = append(out, int32(id))
+	return full, nil
+}
+
+// DeleteTopic asks for a topic's deletion as Kafka's controller does
+// (/admin/delete_topics/<t>) and carries it out: every broker drops the
+// topic from its metadata, each replica's broker deletes its log, then the
+// topic's nodes go. It returns once the deletion completed, or, if some
+// replica's broker is down (its deletion waits for it), once this
+// broker's metadata no longer shows the topic.
+func (c *Controller) DeleteTopic(ctx context.Context, topic string) error {
+	c.mu.Lock()
+	if !c.active.Load() || c.cc == nil {
+		c.mu.Unlock()
+		return ErrNotController
+	}
+	cc := c.cc
+	t, ok := cc.topics[topic]
+	if !ok {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: topic '%s' does not exist", ErrUnknownTopic, topic)
+	}
+	allLive := true
+	for _, r := range t.assignment {
+		for _, b := range r {
+			allLive = allLive && cc.isLive(b)
 		}
 	}
-	slices.Sort(out)
-	return out, nil
+	if !cc.toDelete[topic] {
+		if _, err := c.store.Create(ctx, metadata.DeleteTopicPath(topic), nil, 0); err != nil && !errors.Is(err, metadata.ErrNodeExists) {
+			c.mu.Unlock()
+			return fmt.Errorf("delete topic %s: %w", topic, err)
+		}
+		c.processTopicDeletion()
+	}
+	c.mu.Unlock()
+	for allLive {
+		c.mu.Lock()
+		active := c.cc != nil
+		still := active && c.cc.topics[topic] != nil
+		gone := c.deleted.wait()
+		c.mu.Unlock()
+		if !active {
+			break
+		}
+		if !still {
+			return nil
+		}
+		select {
+		case <-gone:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return c.cache.WaitFor(ctx, func(s *Snapshot) bool { _, ok := s.Topics[topic]; return !ok })
+}
+
+// broadcaster wakes every waiter at once: wait returns a channel closed
+// at the next Broadcast.
+type broadcaster struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (b *broadcaster) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+// Broadcast wakes the waiters.
+func (b *broadcaster) Broadcast() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
 }
 
 // collides finds an existing topic whose name equals name once '.' and
 // '_' are treated alike.
-func collides(s *Snapshot, name string) (string, bool) {
+func collides(names []string, name string) (string, bool) {
 	norm := func(n string) string { return strings.ReplaceAll(n, ".", "_") }
 	want := norm(name)
-	for _, t := range s.TopicNames() {
+	for _, t := range names {
 		if t != name && norm(t) == want {
 			return t, true
 		}

@@ -2,25 +2,136 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/metadata/embedded"
 )
 
 // node is one broker's controller half: a session, a cache and a
-// controller, as broker.Server wires them.
+// controller, as broker.Server wires them. Its control requests arrive
+// through a testNet instead of the network (broker/controller/channel has
+// its own tests; the brokers' tests run it for real).
 type node struct {
 	id      int32
 	sess    metadata.Store
 	cache   *Cache
 	ctrl    *Controller
 	changes chan [2]*Snapshot
+
+	mu           sync.Mutex
+	leaderAndIsr []*kmsg.LeaderAndISRRequest
+	stopped      []*kmsg.StopReplicaRequest
+}
+
+// handle serves a control request as a broker would, minus the logs.
+func (n *node) handle(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch r := req.(type) {
+	case *kmsg.UpdateMetadataRequest:
+		return r.ResponseKind(), n.cache.ApplyUpdateMetadata(ctx, r)
+	case *kmsg.LeaderAndISRRequest:
+		n.leaderAndIsr = append(n.leaderAndIsr, r)
+		return r.ResponseKind(), nil
+	case *kmsg.StopReplicaRequest:
+		n.stopped = append(n.stopped, r)
+		return r.ResponseKind(), nil
+	}
+	return nil, fmt.Errorf("unexpected %T", req)
+}
+
+// testNet delivers control requests to the nodes registered in it, in
+// order per node, as channel.Manager does.
+type testNet struct {
+	mu    sync.Mutex
+	nodes map[int32]*node
+}
+
+func (tn *testNet) channel() Channel { return &testChannel{net: tn, queues: map[int32]chan func(){}} }
+
+type testChannel struct {
+	net    *testNet
+	mu     sync.Mutex
+	queues map[int32]chan func()
+	wg     sync.WaitGroup
+}
+
+func (c *testChannel) AddBroker(id int32, _ string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.queues[id]; ok {
+		return
+	}
+	q := make(chan func(), 1000)
+	c.queues[id] = q
+	c.wg.Go(func() {
+		for f := range q {
+			f()
+		}
+	})
+}
+
+func (c *testChannel) AddLocal(id int32, _ func(context.Context, kmsg.Request) (kmsg.Response, error)) {
+	c.AddBroker(id, "")
+}
+
+func (c *testChannel) RemoveBroker(id int32) {
+	c.mu.Lock()
+	q := c.queues[id]
+	delete(c.queues, id)
+	c.mu.Unlock()
+	if q != nil {
+		close(q)
+	}
+}
+
+func (c *testChannel) Send(id int32, req kmsg.Request, cb func(kmsg.Response, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q, ok := c.queues[id]
+	if !ok {
+		cb(nil, errors.New("unknown broker"))
+		return
+	}
+	req.SetVersion(req.MaxVersion()) // as channel.Manager between two qk brokers
+	q <- func() {
+		c.net.mu.Lock()
+		n := c.net.nodes[id]
+		c.net.mu.Unlock()
+		if n == nil {
+			cb(nil, errors.New("gone"))
+			return
+		}
+		resp, err := n.handle(context.Background(), req)
+		cb(resp, err)
+	}
+}
+
+func (c *testChannel) Close() {
+	c.mu.Lock()
+	for id, q := range c.queues {
+		close(q)
+		delete(c.queues, id)
+	}
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+var nets sync.Map // *embedded.Store -> *testNet
+
+func netOf(st *embedded.Store) *testNet {
+	v, _ := nets.LoadOrStore(st, &testNet{nodes: map[int32]*node{}})
+	return v.(*testNet)
 }
 
 func startNode(t *testing.T, st *embedded.Store, id int32) *node {
@@ -41,9 +152,18 @@ func startNode(t *testing.T, st *embedded.Store, id int32) *node {
 		}
 	}})
 	require.NoError(t, n.cache.Start(ctx))
-	n.ctrl = New(Config{BrokerID: id, Store: sess, Cache: n.cache, Logger: lg})
+	tn := netOf(st)
+	tn.mu.Lock()
+	tn.nodes[id] = n
+	tn.mu.Unlock()
+	n.ctrl = New(Config{BrokerID: id, Store: sess, Cache: n.cache, Logger: lg, NewChannel: tn.channel, Local: n.handle,
+		Listener: "PLAINTEXT"})
 	require.NoError(t, n.ctrl.Start(ctx))
 	t.Cleanup(n.stop)
+	// As a broker's start-up does: wait for the controller's metadata.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, n.cache.WaitFor(wctx, func(s *Snapshot) bool { _, ok := s.Brokers[id]; return ok }))
 	return n
 }
 
@@ -150,22 +270,64 @@ func TestFailoverAndWatches(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// Deletions asked while no controller runs (Kafka's tools write
+// /admin/delete_topics/<t>) are carried out by the next one; a replica
+// whose broker is down holds its topic's deletion until it is back, and
+// meanwhile the topic is gone from the brokers' metadata.
 func TestOnElectedFinishesPendingDeletes(t *testing.T) {
 	st := embedded.New()
 	t.Cleanup(func() { st.Close() })
 	a := startNode(t, st, 0)
-	_, err := a.ctrl.CreateTopic(t.Context(), TopicSpec{Name: "gone", NumPartitions: 1, ReplicationFactor: 1}, false)
+	b := startNode(t, st, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	_, err := a.ctrl.CreateTopic(ctx, TopicSpec{Name: "gone", Assignment: map[int32][]int32{0: {1}}}, false)
 	require.NoError(t, err)
-	// Kafka's tools ask for a deletion by creating /admin/delete_topics/<t>.
-	_, err = a.sess.Create(t.Context(), metadata.DeleteTopicPath("gone"), nil, 0)
+	_, err = a.ctrl.CreateTopic(ctx, TopicSpec{Name: "waits", Assignment: map[int32][]int32{0: {0}}}, false)
 	require.NoError(t, err)
 	a.stop()
-	b := startNode(t, st, 1)
-	require.True(t, b.ctrl.IsActive())
-	require.NotContains(t, b.cache.Snapshot().Topics, "gone")
-	_, ok, err := b.sess.Exists(t.Context(), metadata.DeleteTopicPath("gone"))
+	b.stop()
+	raw, err := st.NewSession()
 	require.NoError(t, err)
-	require.False(t, ok)
+	defer raw.Close()
+	for _, name := range []string{"gone", "waits"} {
+		_, err = raw.Create(ctx, metadata.DeleteTopicPath(name), nil, 0)
+		require.NoError(t, err)
+	}
+	exists := func(path string) bool {
+		_, ok, err := raw.Exists(ctx, path)
+		require.NoError(t, err)
+		return ok
+	}
+	deadline := func(cond func() bool, what string) {
+		for !cond() {
+			require.NoError(t, ctx.Err(), what)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	b = startNode(t, st, 1)
+	require.True(t, b.ctrl.IsActive())
+	deadline(func() bool { return !exists(metadata.TopicPath("gone")) && !exists(metadata.DeleteTopicPath("gone")) },
+		"deletion of a topic on a live broker completes")
+	require.NoError(t, b.cache.WaitFor(ctx, func(s *Snapshot) bool { return s.Topics["waits"] == nil && s.Topics["gone"] == nil }))
+	require.True(t, exists(metadata.TopicPath("waits")), "broker 0 is down: the deletion waits for it")
+	require.True(t, exists(metadata.DeleteTopicPath("waits")))
+
+	a = startNode(t, st, 0)
+	deadline(func() bool { return !exists(metadata.TopicPath("waits")) && !exists(metadata.DeleteTopicPath("waits")) },
+		"deletion completes once broker 0 is back")
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	deleted := false
+	for _, r := range a.stopped {
+		for _, tpc := range r.Topics {
+			for _, p := range tpc.PartitionStates {
+				deleted = deleted || (tpc.Topic == "waits" && p.Delete)
+			}
+		}
+	}
+	require.True(t, deleted, "broker 0 was told to delete its replica")
 }
 
 func TestAssignReplicas(t *testing.T) {

@@ -50,8 +50,10 @@ type ManagerConfig struct {
 	FlushStartOffsetCheckpointMs    int64 // log.flush.start.offset.checkpoint.interval.ms (60000)
 	HighWatermarkCheckpointMs       int64 // replica.high.watermark.checkpoint.interval.ms (5000)
 
-	// BrokerEpoch is written into the clean-shutdown marker.
-	BrokerEpoch int64
+	// BrokerEpoch is written into the clean-shutdown marker (nil: none);
+	// it is asked at shutdown, since a broker registers after its logs
+	// are loaded.
+	BrokerEpoch func() int64
 
 	// Log cleaner (cleanermanager.go). CleanerEnable is
 	// log.cleaner.enable; false (the zero value) runs no background
@@ -682,10 +684,17 @@ func (m *Manager) Close() error {
 			m.lg.Warn("not writing clean-shutdown marker", "dir", d)
 			continue
 		}
-		if err := checkpoint.WriteCleanShutdown(m.fsys, d, m.cfg.BrokerEpoch); err != nil {
+		if err := checkpoint.WriteCleanShutdown(m.fsys, d, m.brokerEpoch()); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	m.lg.Info("log manager closed", "partitions", len(logs))
 	return errors.Join(errs...)
+}
+
+func (m *Manager) brokerEpoch() int64 {
+	if m.cfg.BrokerEpoch == nil {
+		return checkpoint.NoBrokerEpoch
+	}
+	return m.cfg.BrokerEpoch()
 }

@@ -1,0 +1,369 @@
+package controller
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/controller/statemachine"
+)
+
+// Channel sends the controller's requests to brokers: one queue and
+// connection per broker, each request retried until it is answered or the
+// broker is removed (channel.Manager).
+type Channel interface {
+	AddBroker(id int32, addr string)
+	AddLocal(id int32, handle func(ctx context.Context, req kmsg.Request) (kmsg.Response, error))
+	RemoveBroker(id int32)
+	Send(id int32, req kmsg.Request, cb func(kmsg.Response, error))
+	Close()
+}
+
+// requestBatch collects what one controller event tells the brokers
+// (Kafka's ControllerBrokerRequestBatch). Nothing is built until send, so
+// every request carries the state the event ended with, and a partition
+// changed twice by one event is sent once.
+type requestBatch struct {
+	// leaderAndIsr: broker -> partition -> isNew.
+	leaderAndIsr map[int32]map[TP]bool
+	// updateMetadata: broker -> partitions; full: every partition.
+	updateMetadata map[int32]map[TP]struct{}
+	umFull         map[int32]bool
+	// stopReplica: broker -> partition -> delete.
+	stopReplica map[int32]map[TP]bool
+}
+
+func newBatch() *requestBatch {
+	return &requestBatch{leaderAndIsr: map[int32]map[TP]bool{}, updateMetadata: map[int32]map[TP]struct{}{},
+		umFull: map[int32]bool{}, stopReplica: map[int32]map[TP]bool{}}
+}
+
+// addLeaderAndIsr tells brokers their role in tp (its state at send time).
+func (b *requestBatch) addLeaderAndIsr(brokers []int32, tp TP, isNew bool) {
+	for _, id := range brokers {
+		m := b.leaderAndIsr[id]
+		if m == nil {
+			m = map[TP]bool{}
+			b.leaderAndIsr[id] = m
+		}
+		m[tp] = m[tp] || isNew
+	}
+}
+
+// addUpdateMetadata sends brokers the live brokers and the partitions tps
+// (none: only the live brokers).
+func (b *requestBatch) addUpdateMetadata(brokers []int32, tps ...TP) {
+	for _, id := range brokers {
+		m := b.updateMetadata[id]
+		if m == nil {
+			m = map[TP]struct{}{}
+			b.updateMetadata[id] = m
+		}
+		for _, tp := range tps {
+			m[tp] = struct{}{}
+		}
+	}
+}
+
+// addUpdateMetadataFull sends brokers every partition.
+func (b *requestBatch) addUpdateMetadataFull(brokers []int32) {
+	b.addUpdateMetadata(brokers)
+	for _, id := range brokers {
+		b.umFull[id] = true
+	}
+}
+
+func (b *requestBatch) addStopReplica(broker int32, tp TP, deletePartition bool) {
+	m := b.stopReplica[broker]
+	if m == nil {
+		m = map[TP]bool{}
+		b.stopReplica[broker] = m
+	}
+	m[tp] = m[tp] || deletePartition
+}
+
+func (b *requestBatch) empty() bool {
+	return len(b.leaderAndIsr) == 0 && len(b.updateMetadata) == 0 && len(b.stopReplica) == 0
+}
+
+func sortedTPs[V any](m map[TP]V) []TP {
+	out := make([]TP, 0, len(m))
+	for tp := range m {
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, func(a, b TP) int {
+		if a.Topic != b.Topic {
+			if a.Topic < b.Topic {
+				return -1
+			}
+			return 1
+		}
+		return int(a.Partition - b.Partition)
+	})
+	return out
+}
+
+// send builds the batch's requests from the context and queues them: per
+// broker, LeaderAndIsr, then UpdateMetadata, then StopReplica, as Kafka's
+// controller sends them. Requests to brokers that are not live are
+// dropped.
+func (c *Controller) send(b *requestBatch) {
+	if b.empty() || c.ch == nil {
+		return
+	}
+	cc := c.cc
+	for _, id := range sortedIDs(b.leaderAndIsr) {
+		lb, ok := cc.live[id]
+		if !ok {
+			continue
+		}
+		req := c.leaderAndIsrRequest(lb, b.leaderAndIsr[id])
+		c.ch.Send(id, req, c.onLeaderAndIsrResponse(id))
+	}
+	for _, id := range sortedIDs(b.updateMetadata) {
+		lb, ok := cc.live[id]
+		if !ok {
+			continue
+		}
+		tps := b.updateMetadata[id]
+		if b.umFull[id] {
+			tps = map[TP]struct{}{}
+			for _, tp := range cc.allPartitions() {
+				tps[tp] = struct{}{}
+			}
+		}
+		c.ch.Send(id, c.updateMetadataRequest(lb, tps), c.onUpdateMetadataResponse(id))
+	}
+	for _, id := range sortedIDs(b.stopReplica) {
+		lb, ok := cc.live[id]
+		if !ok {
+			continue
+		}
+		parts := b.stopReplica[id]
+		c.ch.Send(id, c.stopReplicaRequest(lb, parts), c.onStopReplicaResponse(id, parts))
+	}
+}
+
+func sortedIDs[V any](m map[int32]V) []int32 {
+	out := make([]int32, 0, len(m))
+	for id := range m {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// leaderAndIsrRequest is a LeaderAndIsr (v7 layout) for broker lb.
+func (c *Controller) leaderAndIsrRequest(lb liveBroker, parts map[TP]bool) *kmsg.LeaderAndISRRequest {
+	cc := c.cc
+	req := kmsg.NewPtrLeaderAndISRRequest()
+	req.ControllerID = c.id
+	req.ControllerEpoch = c.epoch.Load()
+	req.BrokerEpoch = lb.epoch
+	leaders := map[int32]bool{}
+	var cur *kmsg.LeaderAndISRRequestTopicState
+	for _, tp := range sortedTPs(parts) {
+		s, ok := cc.states[tp]
+		if !ok {
+			continue
+		}
+		if cur == nil || cur.Topic != tp.Topic {
+			req.TopicStates = append(req.TopicStates, kmsg.NewLeaderAndISRRequestTopicState())
+			cur = &req.TopicStates[len(req.TopicStates)-1]
+			cur.Topic = tp.Topic
+			if t := cc.topics[tp.Topic]; t != nil {
+				cur.TopicID = t.id
+			}
+		}
+		ps := kmsg.NewLeaderAndISRRequestTopicPartition()
+		ps.Topic, ps.Partition = tp.Topic, tp.Partition
+		ps.ControllerEpoch = c.epoch.Load()
+		ps.Leader, ps.LeaderEpoch, ps.ISR, ps.ZKVersion = s.Leader, s.LeaderEpoch, slices.Clone(s.ISR), s.PartitionEpoch
+		ps.Replicas = slices.Clone(cc.replicas(tp))
+		ps.IsNew = parts[tp]
+		ps.LeaderRecoveryState = s.LeaderRecoveryState
+		cur.PartitionStates = append(cur.PartitionStates, ps)
+		if s.Leader >= 0 {
+			leaders[s.Leader] = true
+		}
+	}
+	for _, id := range sortedIDs(leaders) {
+		l, ok := cc.live[id]
+		if !ok {
+			continue
+		}
+		e, ok := l.endpoint(c.listener)
+		if !ok {
+			continue
+		}
+		ll := kmsg.NewLeaderAndISRRequestLiveLeader()
+		ll.BrokerID, ll.Host, ll.Port = id, e.Host, e.Port
+		req.LiveLeaders = append(req.LiveLeaders, ll)
+	}
+	return req
+}
+
+// updateMetadataRequest is an UpdateMetadata (v8 layout) for broker lb:
+// every live broker, and the partitions tps (those of topics being
+// deleted with LeaderDuringDelete).
+func (c *Controller) updateMetadataRequest(lb liveBroker, tps map[TP]struct{}) *kmsg.UpdateMetadataRequest {
+	cc := c.cc
+	req := kmsg.NewPtrUpdateMetadataRequest()
+	req.ControllerID = c.id
+	req.ControllerEpoch = c.epoch.Load()
+	req.BrokerEpoch = lb.epoch
+	for _, id := range cc.liveIDs() {
+		b := cc.live[id]
+		lbr := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lbr.ID = id
+		for _, e := range b.reg.Endpoints {
+			ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+			ep.Host, ep.Port, ep.ListenerName = e.Host, e.Port, e.Listener
+			ep.SecurityProtocol = securityProtocolID(e.SecurityProtocol)
+			lbr.Endpoints = append(lbr.Endpoints, ep)
+		}
+		if b.reg.Rack != "" {
+			rack := b.reg.Rack
+			lbr.Rack = &rack
+		}
+		req.LiveBrokers = append(req.LiveBrokers, lbr)
+	}
+	var cur *kmsg.UpdateMetadataRequestTopicState
+	for _, tp := range sortedTPs(tps) {
+		s, ok := cc.states[tp]
+		if !ok && !cc.toDelete[tp.Topic] {
+			continue
+		}
+		if cur == nil || cur.Topic != tp.Topic {
+			req.TopicStates = append(req.TopicStates, kmsg.NewUpdateMetadataRequestTopicState())
+			cur = &req.TopicStates[len(req.TopicStates)-1]
+			cur.Topic = tp.Topic
+			if t := cc.topics[tp.Topic]; t != nil {
+				cur.TopicID = t.id
+			}
+		}
+		ps := kmsg.NewUpdateMetadataRequestTopicPartition()
+		ps.Topic, ps.Partition = tp.Topic, tp.Partition
+		ps.ControllerEpoch = c.epoch.Load()
+		ps.Leader, ps.LeaderEpoch, ps.ISR, ps.ZKVersion = s.Leader, s.LeaderEpoch, slices.Clone(s.ISR), s.PartitionEpoch
+		if cc.toDelete[tp.Topic] {
+			ps.Leader = statemachine.LeaderDuringDelete
+		}
+		ps.Replicas = slices.Clone(cc.replicas(tp))
+		for _, r := range ps.Replicas {
+			if !cc.isLive(r) {
+				ps.OfflineReplicas = append(ps.OfflineReplicas, r)
+			}
+		}
+		cur.PartitionStates = append(cur.PartitionStates, ps)
+	}
+	return req
+}
+
+// stopReplicaRequest is a StopReplica (v4 layout) for broker lb.
+func (c *Controller) stopReplicaRequest(lb liveBroker, parts map[TP]bool) *kmsg.StopReplicaRequest {
+	req := kmsg.NewPtrStopReplicaRequest()
+	req.ControllerID = c.id
+	req.ControllerEpoch = c.epoch.Load()
+	req.BrokerEpoch = lb.epoch
+	var cur *kmsg.StopReplicaRequestTopic
+	for _, tp := range sortedTPs(parts) {
+		if cur == nil || cur.Topic != tp.Topic {
+			req.Topics = append(req.Topics, kmsg.NewStopReplicaRequestTopic())
+			cur = &req.Topics[len(req.Topics)-1]
+			cur.Topic = tp.Topic
+		}
+		ps := kmsg.NewStopReplicaRequestTopicPartitionState()
+		ps.Partition = tp.Partition
+		ps.Delete = parts[tp]
+		ps.LeaderEpoch = -1
+		if parts[tp] {
+			ps.LeaderEpoch = statemachine.LeaderDuringDelete // Kafka's EpochDuringDelete
+		} else if s, ok := c.cc.states[tp]; ok {
+			ps.LeaderEpoch = s.LeaderEpoch
+		}
+		cur.PartitionStates = append(cur.PartitionStates, ps)
+	}
+	return req
+}
+
+func (c *Controller) onLeaderAndIsrResponse(id int32) func(kmsg.Response, error) {
+	return func(r kmsg.Response, err error) {
+		if err != nil {
+			c.lg.Debug("LeaderAndIsr not delivered", "broker_id", id, "err", err)
+			return
+		}
+		resp := r.(*kmsg.LeaderAndISRResponse)
+		if resp.ErrorCode != 0 {
+			c.lg.Warn("LeaderAndIsr refused", "broker_id", id, "err", kerr.ErrorForCode(resp.ErrorCode))
+			return
+		}
+		n := 0
+		var first error
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					n++
+					if first == nil {
+						first = kerr.ErrorForCode(p.ErrorCode)
+					}
+				}
+			}
+		}
+		if n > 0 {
+			c.lg.Warn("LeaderAndIsr: partitions not applied", "broker_id", id, "count", n, "first_err", first)
+		}
+	}
+}
+
+func (c *Controller) onUpdateMetadataResponse(id int32) func(kmsg.Response, error) {
+	return func(r kmsg.Response, err error) {
+		if err != nil {
+			c.lg.Debug("UpdateMetadata not delivered", "broker_id", id, "err", err)
+			return
+		}
+		if code := r.(*kmsg.UpdateMetadataResponse).ErrorCode; code != 0 {
+			c.lg.Warn("UpdateMetadata refused", "broker_id", id, "err", kerr.ErrorForCode(code))
+		}
+	}
+}
+
+// onStopReplicaResponse moves the deleted replicas on: the topic deletion
+// goes on from the controller's event loop.
+func (c *Controller) onStopReplicaResponse(id int32, parts map[TP]bool) func(kmsg.Response, error) {
+	return func(r kmsg.Response, err error) {
+		failed := map[TP]bool{}
+		if err != nil {
+			for tp := range parts {
+				failed[tp] = true
+			}
+		} else {
+			resp := r.(*kmsg.StopReplicaResponse)
+			for _, p := range resp.Partitions {
+				if p.ErrorCode != 0 || resp.ErrorCode != 0 {
+					failed[TP{Topic: p.Topic, Partition: p.Partition}] = true
+				}
+			}
+			if resp.ErrorCode != 0 {
+				for tp := range parts {
+					failed[tp] = true
+				}
+			}
+		}
+		c.enqueue(func() { c.onReplicasDeleted(id, parts, failed) })
+	}
+}
+
+func securityProtocolID(name string) int16 {
+	switch name {
+	case "SSL":
+		return 1
+	case "SASL_PLAINTEXT":
+		return 2
+	case "SASL_SSL":
+		return 3
+	}
+	return 0
+}
