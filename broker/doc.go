@@ -11,6 +11,10 @@
 //	metadata store ── embedded, <log.dirs[0]>/__qk_metadata (or a shared
 //	   │              session: WithMetadataStore, for in-process clusters)
 //	   │  Kafka's persistent paths; /cluster/id (created once);
+//	   │  broker.id: the log dirs' meta.properties agree with each other
+//	   │  and with a configured id; -1 takes theirs, or on a fresh broker
+//	   │  generates reserved.broker.max.id + the new version of
+//	   │  /brokers/seqid (1001, 1002, ...);
 //	   │  meta.properties in every log dir: written on first start
 //	   │  (version 0, broker.id, cluster.id), checked afterwards
 //	   ▼  Start:

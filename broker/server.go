@@ -178,7 +178,7 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.settleIdentity(ctx); err != nil {
+	if err := s.settleIdentity(ctx, o.lg); err != nil {
 		s.store.Close()
 		unlockDirs(s.locks)
 		return nil, err
@@ -187,14 +187,19 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 }
 
 // settleIdentity creates Kafka's persistent paths, gets or creates the
-// cluster id and checks or writes meta.properties in every log dir.
-func (s *Server) settleIdentity(ctx context.Context) error {
+// cluster id, settles the broker id and checks or writes meta.properties in
+// every log dir. base is the logger without broker_id.
+//
+// The broker id is Kafka's getOrGenerateBrokerId: the log dirs must agree
+// on it, and with a configured broker.id ≥ 0; broker.id=-1 takes the
+// stored one, or generates one from /brokers/seqid on a fresh broker.
+func (s *Server) settleIdentity(ctx context.Context, base *slog.Logger) error {
 	if err := metadata.EnsureKafkaPaths(ctx, s.store); err != nil {
 		return fmt.Errorf("broker: metadata paths: %w", err)
 	}
-	id := s.static.BrokerID
 	var known string
 	props := map[string]checkpoint.MetaProperties{}
+	var withProps []string // log dirs with a meta.properties, in log.dirs order
 	for _, d := range s.static.LogDirs {
 		mp, err := checkpoint.ReadMetaProperties(vfs.OS, d)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -203,9 +208,6 @@ func (s *Server) settleIdentity(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("broker: %w", err)
 		}
-		if mp.BrokerID != id {
-			return fmt.Errorf("%w: %s has broker.id %d, but this broker is %d", ErrMetaProperties, d, mp.BrokerID, id)
-		}
 		if mp.ClusterID != "" {
 			if known != "" && known != mp.ClusterID {
 				return fmt.Errorf("%w: log dirs belong to clusters %s and %s", ErrMetaProperties, known, mp.ClusterID)
@@ -213,6 +215,16 @@ func (s *Server) settleIdentity(ctx context.Context) error {
 			known = mp.ClusterID
 		}
 		props[d] = mp
+		withProps = append(withProps, d)
+	}
+	stored, err := storedBrokerID(withProps, props)
+	if err != nil {
+		return err
+	}
+	if id := s.static.BrokerID; id >= 0 && stored >= 0 && id != stored {
+		return fmt.Errorf("%w: configured broker.id %d doesn't match stored broker.id %d in meta.properties of %s (InconsistentBrokerIdException); "+
+			"if you moved your data, make sure your configured broker.id matches; if you intend to create a new broker, remove all data in log.dirs",
+			ErrMetaProperties, id, stored, strings.Join(withProps, ", "))
 	}
 	candidate := known
 	if candidate == "" {
@@ -226,17 +238,64 @@ func (s *Server) settleIdentity(ctx context.Context) error {
 		return fmt.Errorf("%w: the log dirs belong to cluster %s, the metadata store to %s (InconsistentClusterIdException)", ErrMetaProperties, known, clusterID)
 	}
 	s.clusterID = clusterID
+	if id := s.static.BrokerID; id < 0 {
+		how := "broker.id from meta.properties"
+		switch {
+		case stored >= 0:
+			id = stored
+		case s.static.BrokerIDGenerationEnable:
+			id, err = metadata.NextBrokerID(ctx, s.store, s.static.ReservedBrokerMaxID)
+			if err != nil {
+				return fmt.Errorf("broker: generate broker.id: %w", err)
+			}
+			how = "generated broker.id"
+		default: // config.Load refuses this; New may be given any *config.Broker
+			return errors.New("broker: broker.id=-1 needs broker.id.generation.enable=true or a meta.properties with a broker.id")
+		}
+		// Everything started after New (registration, logs, replicas,
+		// controller, API) reads the settled id from the config.
+		s.static = s.static.WithBrokerID(id)
+		s.cfg.Store(s.static)
+		s.lg = base.With("broker_id", id)
+		if s.zk != nil {
+			s.zk.lg = s.lg // not yet following: Start does that
+		}
+		s.lg.Info(how)
+	}
 	for _, d := range s.static.LogDirs {
 		if mp, ok := props[d]; ok && mp.ClusterID == clusterID {
 			continue
 		}
-		mp := checkpoint.MetaProperties{Version: checkpoint.MetaVersionZK, BrokerID: id, ClusterID: clusterID}
+		mp := checkpoint.MetaProperties{Version: checkpoint.MetaVersionZK, BrokerID: s.static.BrokerID, ClusterID: clusterID}
 		if err := checkpoint.WriteMetaProperties(vfs.OS, d, mp); err != nil {
 			return fmt.Errorf("broker: write meta.properties: %w", err)
 		}
 	}
 	s.lg.Info("cluster identity", "cluster_id", clusterID)
 	return nil
+}
+
+// storedBrokerID is the broker.id of the meta.properties of dirs (those
+// that have one), -1 for none. They must agree, or they belong to several
+// brokers (Kafka's InconsistentBrokerMetadataException).
+func storedBrokerID(dirs []string, props map[string]checkpoint.MetaProperties) (int32, error) {
+	if len(dirs) == 0 {
+		return -1, nil
+	}
+	id := props[dirs[0]].BrokerID
+	for _, d := range dirs {
+		if props[d].BrokerID == id {
+			continue
+		}
+		var found []string
+		for _, d := range dirs {
+			found = append(found, fmt.Sprintf("%s has %d", d, props[d].BrokerID))
+		}
+		return 0, fmt.Errorf("%w: broker.id differs across log.dirs: %s (InconsistentBrokerMetadataException); "+
+			"this could happen if several brokers shared a log directory or partial data was copied from another broker",
+			ErrMetaProperties, strings.Join(found, ", "))
+	}
+	return id, nil
 }
 
 // ClusterID is the cluster's id.

@@ -43,7 +43,7 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.clock 
 // Broker is one running in-process broker.
 type Broker struct {
 	*broker.Server
-	ID   int32
+	ID   int32  // its broker.id once started: a generated one for broker.id=-1
 	Dir  string // its log dir
 	Addr string // host:port of its PLAINTEXT listener
 
@@ -81,8 +81,9 @@ func StartBroker(t testing.TB, opts ...Option) *Broker {
 	return b
 }
 
-// StartCluster starts n brokers (ids 0..n-1) sharing one in-memory
-// metadata store.
+// StartCluster starts n brokers (ids 0..n-1, or generated ones with
+// WithConfig("broker.id", "-1")) one after the other, sharing one
+// in-memory metadata store.
 func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
 	o := options{level: slog.LevelWarn}
@@ -136,6 +137,7 @@ func (b *Broker) start(port int) {
 	if err != nil {
 		b.t.Fatalf("brokertest: new broker %d: %v", b.ID, err)
 	}
+	b.ID = s.Config().BrokerID
 	if err := s.Start(); err != nil {
 		b.t.Fatalf("brokertest: start broker %d: %v", b.ID, err)
 	}

@@ -17,8 +17,12 @@ import (
 // from several settings, as their comments say. An unset setting with no
 // default (Kafka's null) leaves its field zero.
 type Broker struct {
-	BrokerID   int32  `config:"broker.id"`
-	BrokerRack string `config:"broker.rack"`
+	// BrokerID is broker.id. A running broker's is never -1: it settles
+	// its id at start-up (WithBrokerID), from meta.properties or generated.
+	BrokerID                 int32  `config:"broker.id"`
+	BrokerIDGenerationEnable bool   `config:"broker.id.generation.enable"`
+	ReservedBrokerMaxID      int32  `config:"reserved.broker.max.id"`
+	BrokerRack               string `config:"broker.rack"`
 
 	// Listeners are the parsed listeners, SecurityProtocol filled in.
 	Listeners []Listener
@@ -290,6 +294,10 @@ func (b *Broker) resolve() error {
 		b.ZookeeperServers, b.ZookeeperChroot, _ = ParseZookeeperConnect(b.ZookeeperConnect)
 	}
 
+	if err := b.checkBrokerID(); err != nil {
+		return err
+	}
+
 	if b.ReplicaFetchWaitMaxMs > b.ReplicaSocketTimeoutMs {
 		return b.valueErr("replica.fetch.wait.max.ms",
 			fmt.Sprintf("above replica.socket.timeout.ms=%d", b.ReplicaSocketTimeoutMs),
@@ -306,6 +314,35 @@ func (b *Broker) resolve() error {
 			"more than 1 MiB per cleaner thread")
 	}
 	return nil
+}
+
+// checkBrokerID is KafkaConfig's check of broker.id in ZooKeeper mode:
+// with broker.id.generation.enable, -1 (generate one) or at most
+// reserved.broker.max.id ("broker.id must be greater than or equal to -1
+// and not greater than reserved.broker.max.id"); without, at least 0.
+func (b *Broker) checkBrokerID() error {
+	if !b.BrokerIDGenerationEnable {
+		if b.BrokerID < 0 {
+			return b.valueErr("broker.id", "-1 asks for a generated id, but broker.id.generation.enable=false",
+				"an integer ≥ 0, or broker.id.generation.enable=true")
+		}
+		return nil
+	}
+	if b.BrokerID > b.ReservedBrokerMaxID {
+		return b.valueErr("broker.id", fmt.Sprintf("above reserved.broker.max.id=%d", b.ReservedBrokerMaxID),
+			"-1 (generate one) or at most reserved.broker.max.id, so it cannot clash with a generated id")
+	}
+	return nil
+}
+
+// WithBrokerID returns a copy of b whose BrokerID is id: the id the broker
+// settled at start-up when broker.id is -1 (from meta.properties, or
+// generated). WithDynamic keeps it. Value, Print and DescribeConfigs show
+// broker.id as configured, as Kafka's DescribeConfigs does.
+func (b *Broker) WithBrokerID(id int32) *Broker {
+	c := *b
+	c.BrokerID = id
+	return &c
 }
 
 // logDirsFrom names the setting LogDirs comes from: log.dirs, unless only

@@ -244,5 +244,10 @@ func (b *Broker) WithDynamic(clusterDefault, perBroker map[string]string) (*Brok
 	if err != nil {
 		return nil, err
 	}
-	return newBroker(b.static, dd, db)
+	nb, err := newBroker(b.static, dd, db)
+	if err != nil {
+		return nil, err
+	}
+	nb.BrokerID = b.BrokerID // read-only, and maybe settled by WithBrokerID
+	return nb, nil
 }

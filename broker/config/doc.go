@@ -9,7 +9,7 @@
 // validator and kind. Defaults are Kafka 3.9's (the last Kafka that runs
 // on ZooKeeper, which qk speaks); where qk differs, the doc says "qk:":
 //
-//	broker.id   0                           Kafka -1 (generated)
+//	broker.id   0                           Kafka -1 (generate one); qk generates for -1 too
 //	listeners   PLAINTEXT://127.0.0.1:9092  Kafka PLAINTEXT://:9092
 //	log.dirs    ./qk-data                   Kafka unset, log.dir /tmp/kafka-logs
 //	segment.bytes, segment.index.bytes minimums follow what broker/log

@@ -279,7 +279,9 @@ func TestValidationErrors(t *testing.T) {
 		{[]string{"auto.create.topics.enable=yes"}, "config: auto.create.topics.enable=yes (from --set): not a boolean; want true or false"},
 		{[]string{"log.cleaner.min.cleanable.ratio=1.5"}, "config: log.cleaner.min.cleanable.ratio=1.5 (from --set): out of range; want a number in [0, 1]"},
 		{[]string{"log.cleaner.min.cleanable.ratio=NaN"}, "config: log.cleaner.min.cleanable.ratio=NaN (from --set): not a double; want a number in [0, 1]"},
-		{[]string{"broker.id=-1"}, "config: broker.id=-1 (from --set): out of range; want an integer ≥ 0"},
+		{[]string{"broker.id=-2"}, "config: broker.id=-2 (from --set): out of range; want an integer ≥ -1"},
+		{[]string{"reserved.broker.max.id=-1"}, "config: reserved.broker.max.id=-1 (from --set): out of range; want an integer ≥ 0"},
+		{[]string{"broker.id.generation.enable=no"}, "config: broker.id.generation.enable=no (from --set): not a boolean; want true or false"},
 		{[]string{"log.segment.bytes=60"}, "config: log.segment.bytes=60 (from --set): out of range; want an integer ≥ 61"},
 		// One-of and list-of.
 		{[]string{"compression.type=brotli"}, "config: compression.type=brotli (from --set): not allowed; want one of uncompressed, zstd, lz4, snappy, gzip, producer"},
@@ -321,6 +323,9 @@ func TestValidationErrors(t *testing.T) {
 		{[]string{"log.roll.jitter.ms=-5"}, "config: log.roll.jitter.ms=-5 (from --set): out of range; want an integer ≥ 0"},
 		{[]string{"replica.fetch.wait.max.ms=40000"}, "config: replica.fetch.wait.max.ms=40000 (from --set): above replica.socket.timeout.ms=30000; want at most replica.socket.timeout.ms, so follower fetches do not time out"},
 		{[]string{"replica.fetch.wait.max.ms=20000", "replica.lag.time.max.ms=10000"}, "config: replica.fetch.wait.max.ms=20000 (from --set): above replica.lag.time.max.ms=10000; want at most replica.lag.time.max.ms, so idle partitions do not shrink the ISR"},
+		{[]string{"broker.id=1001"}, "config: broker.id=1001 (from --set): above reserved.broker.max.id=1000; want -1 (generate one) or at most reserved.broker.max.id, so it cannot clash with a generated id"},
+		{[]string{"broker.id=10", "reserved.broker.max.id=9"}, "config: broker.id=10 (from --set): above reserved.broker.max.id=9; want -1 (generate one) or at most reserved.broker.max.id, so it cannot clash with a generated id"},
+		{[]string{"broker.id=-1", "broker.id.generation.enable=false"}, "config: broker.id=-1 (from --set): -1 asks for a generated id, but broker.id.generation.enable=false; want an integer ≥ 0, or broker.id.generation.enable=true"},
 		{[]string{"log.cleaner.dedupe.buffer.size=1048576"}, "config: log.cleaner.dedupe.buffer.size=1048576 (from --set): at most 1 MiB for each of log.cleaner.threads=1; want more than 1 MiB per cleaner thread"},
 		// --set syntax.
 		{[]string{"novalue"}, `config: --set "novalue": want key=value`},
@@ -335,6 +340,51 @@ func TestValidationErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBrokerIDRange: Kafka's KafkaConfig rule. With generation on (the
+// default) broker.id is -1 (generate one) or 0..reserved.broker.max.id;
+// with it off, any id ≥ 0, even above reserved.broker.max.id. The refused
+// values are in TestValidationErrors.
+func TestBrokerIDRange(t *testing.T) {
+	tests := []struct {
+		name string
+		sets []string
+		want int32
+	}{
+		{"qk default", nil, 0},
+		{"generate", []string{"broker.id=-1"}, -1},
+		{"reserved max", []string{"broker.id=1000"}, 1000},
+		{"lowered max", []string{"broker.id=5", "reserved.broker.max.id=5"}, 5},
+		{"max 0", []string{"reserved.broker.max.id=0"}, 0},
+		{"no generation, any id", []string{"broker.id=5000", "broker.id.generation.enable=false"}, 5000},
+		{"no generation, 0", []string{"broker.id.generation.enable=false"}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := load(t, LoadOptions{Sets: tt.sets})
+			require.Equal(t, tt.want, b.BrokerID)
+		})
+	}
+	b := load(t, LoadOptions{})
+	require.True(t, b.BrokerIDGenerationEnable)
+	require.Equal(t, int32(1000), b.ReservedBrokerMaxID)
+}
+
+// TestWithBrokerID: the settled id replaces -1 in the typed field, stays
+// through dynamic configs, and broker.id is still described as configured.
+func TestWithBrokerID(t *testing.T) {
+	b := load(t, LoadOptions{Sets: []string{"broker.id=-1"}})
+	got := b.WithBrokerID(1001)
+	require.Equal(t, int32(1001), got.BrokerID)
+	require.Equal(t, int32(-1), b.BrokerID, "b is not changed")
+	dyn, err := got.WithDynamic(map[string]string{"log.retention.ms": "1000"}, nil)
+	require.NoError(t, err)
+	require.Equal(t, int32(1001), dyn.BrokerID)
+	require.Equal(t, int64(1000), dyn.LogRetentionMs)
+	v, src, _ := dyn.Value("broker.id")
+	require.Equal(t, "-1", v)
+	require.Equal(t, SourceSet, src.Kind)
 }
 
 func TestValidationErrorNamesSource(t *testing.T) {

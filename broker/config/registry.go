@@ -101,8 +101,12 @@ const (
 // Topic and Mode of topic defaults are filled in by init from topicTable.
 var brokerTable = []Key{
 	// Server basics.
-	{Name: "broker.id", Type: TypeInt, Default: "0", Valid: AtLeast(0), Importance: High,
-		Doc: "The id of this broker, unique in the cluster. qk: default 0 (Kafka: -1, which has ZooKeeper generate one); qk never generates ids."},
+	{Name: "broker.id", Type: TypeInt, Default: "0", Valid: AtLeast(-1), Importance: High,
+		Doc: "The broker id for this server. If unset (-1), a unique broker id will be generated. To avoid conflicts between ZooKeeper generated broker ids and user configured broker ids, generated broker ids start from reserved.broker.max.id + 1. qk: default 0, so a single node needs no settings (Kafka: -1); set -1 to have one generated (ZooKeeper's /brokers/seqid, or the embedded store's), which meta.properties keeps across restarts."},
+	{Name: "broker.id.generation.enable", Type: TypeBoolean, Default: "true", Importance: Medium,
+		Doc: "Enable automatic broker id generation on the server. When enabled the value configured for reserved.broker.max.id should be reviewed."},
+	{Name: "reserved.broker.max.id", Type: TypeInt, Default: "1000", Valid: AtLeast(0), Importance: Medium,
+		Doc: "Max number that can be used for a broker.id."},
 	{Name: "broker.rack", Type: TypeString, Null: true, Importance: Medium,
 		Doc: "Rack of the broker, used for rack-aware replica assignment, e.g. us-east-1d."},
 	{Name: "listeners", Type: TypeList, Default: "PLAINTEXT://127.0.0.1:9092", Valid: listenersValid, Importance: High,

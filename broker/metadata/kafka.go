@@ -168,7 +168,8 @@ func AllocateProducerIDBlock(ctx context.Context, s Store, brokerID int32, size 
 // NextBrokerID generates a broker id as Kafka does for
 // broker.id.generation.enable: bump the data version of /brokers/seqid and
 // add reservedMax (reserved.broker.max.id, 1000 by default), so the first
-// generated id is 1001.
+// generated id is 1001. The Set is unconditional (AnyVersion), so
+// concurrent brokers each get their own version, hence their own id.
 func NextBrokerID(ctx context.Context, s Store, reservedMax int32) (int32, error) {
 	for {
 		st, err := s.Set(ctx, BrokerSeqIDPath, nil, AnyVersion)
@@ -181,7 +182,11 @@ func NextBrokerID(ctx context.Context, s Store, reservedMax int32) (int32, error
 		if err != nil {
 			return 0, err
 		}
-		return st.Version + reservedMax, nil
+		id := int64(st.Version) + int64(reservedMax)
+		if id > math.MaxInt32 {
+			return 0, fmt.Errorf("metadata: generated broker id %d (version %d of %s + %d) is not an int32", id, st.Version, BrokerSeqIDPath, reservedMax)
+		}
+		return int32(id), nil
 	}
 }
 

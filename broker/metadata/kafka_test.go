@@ -491,6 +491,13 @@ func TestNextBrokerID(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, id)
 	}
+	_, st, err := s.Get(ctx, metadata.BrokerSeqIDPath)
+	require.NoError(t, err)
+	require.Equal(t, int32(3), st.Version)
+	require.Zero(t, st.DataLength, "/brokers/seqid stays empty")
+
+	_, err = metadata.NextBrokerID(ctx, s, math.MaxInt32)
+	require.ErrorContains(t, err, "generated broker id 2147483651 (version 4 of /brokers/seqid + 2147483647) is not an int32")
 }
 
 func TestGetOrCreateClusterID(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,7 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) metadata.Store) {
 		{"BadPaths", testBadPaths},
 		{"ZxidsIncrease", testZxids},
 		{"SetVersions", testSetVersions},
+		{"UnconditionalSetBumpsVersion", testUnconditionalSet},
 		{"DeleteVersions", testDeleteVersions},
 		{"Children", testChildren},
 		{"Exists", testExists},
@@ -308,6 +310,41 @@ func testSetVersions(t *testing.T, s metadata.Store) {
 
 	_, err = s.Set(bg, "/nope", nil, metadata.AnyVersion)
 	require.ErrorIs(t, err, metadata.ErrNoNode)
+}
+
+// testUnconditionalSet: every Set with AnyVersion bumps the version by
+// one, even when the data does not change, and concurrent ones each get
+// their own version. Generated broker ids rest on this (Kafka's
+// generateBrokerSequenceId: an empty Set of /brokers/seqid).
+func testUnconditionalSet(t *testing.T, s metadata.Store) {
+	mustCreate(t, s, "/seq", nil, 0)
+	for want := int32(1); want <= 3; want++ {
+		st, err := s.Set(bg, "/seq", nil, metadata.AnyVersion)
+		require.NoError(t, err)
+		require.Equal(t, want, st.Version)
+		require.Zero(t, st.DataLength)
+	}
+
+	const workers, sets = 8, 10
+	got := make([][]int32, workers)
+	run(t, workers, func(i int) error {
+		for range sets {
+			st, err := s.Set(bg, "/seq", nil, metadata.AnyVersion)
+			if err != nil {
+				return err
+			}
+			got[i] = append(got[i], st.Version)
+		}
+		return nil
+	})
+	all := slices.Sorted(slices.Values(slices.Concat(got...)))
+	want := make([]int32, 0, workers*sets)
+	for v := int32(4); v < 4+workers*sets; v++ {
+		want = append(want, v)
+	}
+	require.Equal(t, want, all, "each unconditional Set has its own version")
+	_, st := mustGet(t, s, "/seq")
+	require.Equal(t, int32(3+workers*sets), st.Version)
 }
 
 func testDeleteVersions(t *testing.T, s metadata.Store) {
