@@ -722,6 +722,11 @@ func (s *Server) Close(ctx context.Context) error {
 func (s *Server) shutdown(ctx context.Context) error {
 	s.closed = true
 	var errs []error
+	if s.ready.Load() {
+		// Before anything stops: the controller moves this broker's
+		// leaderships away while it still serves them.
+		s.controlledShutdown(ctx)
+	}
 	if !s.ready.Load() {
 		// Start failed or was cut short: the requests held for it are
 		// answered by closing their connections, before the network

@@ -416,3 +416,109 @@ func TestDeposedControllerIsFenced(t *testing.T) {
 	require.False(t, ok, "the deposed controller wrote nothing")
 	require.ErrorIs(t, a.ctrl.CreatePartitions(ctx, "before", 3, nil, false), ErrNotController)
 }
+
+// waitCache waits for cond on n's metadata.
+func waitCache(t *testing.T, n *node, what string, cond func(*Snapshot) bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, n.cache.WaitFor(ctx, cond), what)
+}
+
+func stateOf(t *testing.T, st metadata.Store, topic string, p int32) (metadata.PartitionState, int32) {
+	t.Helper()
+	data, stat, err := st.Get(t.Context(), metadata.PartitionStatePath(topic, p))
+	require.NoError(t, err)
+	ps, err := metadata.UnmarshalPartitionState(data)
+	require.NoError(t, err)
+	return ps, stat.Version
+}
+
+// A topic written into the store by another tool (an assignment only, as
+// kafka-topics.sh --zookeeper wrote them) is picked up: the controller
+// creates its partition states and every broker learns of it. Then a
+// controlled shutdown of broker 1 moves its leaderships to broker 0.
+func TestControlledShutdownAndTopicsFromOtherTools(t *testing.T) {
+	st := embedded.New()
+	t.Cleanup(func() { st.Close() })
+	a := startNode(t, st, 0)
+	b := startNode(t, st, 1)
+	ctx := t.Context()
+	id := metadata.NewUUID()
+	_, err := a.sess.Create(ctx, metadata.TopicPath("r2"), metadata.MarshalTopicAssignment(metadata.TopicAssignment{
+		TopicID: id, Partitions: map[int32][]int32{0: {1, 0}, 1: {0, 1}}}), 0)
+	require.NoError(t, err)
+	for _, n := range []*node{a, b} {
+		waitCache(t, n, "the other tool's topic", func(s *Snapshot) bool {
+			tp := s.Topics["r2"]
+			return tp != nil && len(tp.Partitions) == 2 && tp.Partitions[0].Leader == 1 && tp.Partitions[1].Leader == 0
+		})
+	}
+	ps, version := stateOf(t, a.sess, "r2", 0)
+	require.Equal(t, metadata.PartitionState{Leader: 1, LeaderEpoch: 0, ISR: []int32{1, 0}, ControllerEpoch: 1}, ps)
+	require.Zero(t, version)
+
+	_, stat, err := a.sess.Get(ctx, metadata.BrokerPath(1))
+	require.NoError(t, err)
+	_, err = a.ctrl.ControlledShutdown(ctx, 1, stat.Czxid+1000)
+	require.ErrorIs(t, err, ErrStaleBrokerEpoch)
+	_, err = b.ctrl.ControlledShutdown(ctx, 1, stat.Czxid)
+	require.ErrorIs(t, err, ErrNotController)
+
+	remaining, err := a.ctrl.ControlledShutdown(ctx, 1, stat.Czxid)
+	require.NoError(t, err)
+	require.Empty(t, remaining, "every leadership of broker 1 had another replica in the ISR")
+	ps, version = stateOf(t, a.sess, "r2", 0)
+	require.Equal(t, int32(0), ps.Leader)
+	require.Equal(t, int32(1), ps.LeaderEpoch, "a leader change bumps the epoch")
+	require.Equal(t, []int32{0}, ps.ISR, "the broker shutting down leaves the ISR")
+	require.Equal(t, int32(1), version, "one compare-and-set write")
+	ps, _ = stateOf(t, a.sess, "r2", 1)
+	require.Equal(t, []int32{0}, ps.ISR, "as a follower too")
+	waitCache(t, b, "the new leader on broker 1's metadata", func(s *Snapshot) bool {
+		return s.Topics["r2"].Partitions[0].Leader == 0
+	})
+	b.mu.Lock()
+	var told bool
+	for _, r := range b.leaderAndIsr {
+		for _, ts := range r.TopicStates {
+			for _, p := range ts.PartitionStates {
+				told = told || (ts.Topic == "r2" && p.Partition == 0 && p.Leader == 0 && p.LeaderEpoch == 1)
+			}
+		}
+	}
+	b.mu.Unlock()
+	require.True(t, told, "broker 1 got LeaderAndIsr with the new leader")
+}
+
+// A broker that dies takes its partitions offline (leader -1, the ISR
+// keeps the last replica, the leader epoch goes up); when it returns it
+// leads them again at a newer epoch. A broker that re-registers under a
+// new session without the controller seeing it gone (bounced) is handled
+// as a failure and a start.
+func TestBrokerFailureAndReturn(t *testing.T) {
+	st := embedded.New()
+	t.Cleanup(func() { st.Close() })
+	a := startNode(t, st, 0)
+	b := startNode(t, st, 1)
+	ctx := t.Context()
+	_, err := a.ctrl.CreateTopic(ctx, TopicSpec{Name: "one", Assignment: map[int32][]int32{0: {1}, 1: {0}}}, false)
+	require.NoError(t, err)
+	b.stop()
+	waitCache(t, a, "partition 0 offline", func(s *Snapshot) bool {
+		p := s.Topics["one"].Partitions[0]
+		return p.Leader == metadata.NoLeader && len(s.Brokers) == 1
+	})
+	ps, _ := stateOf(t, a.sess, "one", 0)
+	require.Equal(t, metadata.PartitionState{Leader: -1, LeaderEpoch: 1, ISR: []int32{1}, ControllerEpoch: 1}, ps)
+	require.Equal(t, int32(0), a.cache.Snapshot().Topics["one"].Partitions[1].Leader, "the other partition is untouched")
+	require.Equal(t, []int32{1}, a.cache.Snapshot().Topics["one"].Partitions[0].OfflineReplicas)
+
+	b = startNode(t, st, 1)
+	waitCache(t, a, "broker 1 leads partition 0 again", func(s *Snapshot) bool {
+		return s.Topics["one"].Partitions[0].Leader == 1
+	})
+	ps, _ = stateOf(t, a.sess, "one", 0)
+	require.Equal(t, int32(2), ps.LeaderEpoch)
+	require.Equal(t, []int32{1}, ps.ISR)
+}

@@ -1,0 +1,114 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/controller/channel"
+)
+
+// controlledShutdownTimeout bounds one ControlledShutdown round trip
+// (Kafka's controller.socket.timeout.ms).
+const controlledShutdownTimeout = 30 * time.Second
+
+// errPartitionsRemaining: the controller could not move every leadership
+// off this broker yet.
+var errPartitionsRemaining = errors.New("partitions still led by this broker")
+
+// controlledShutdown asks the controller to move this broker's
+// leaderships to other replicas before the broker leaves (Kafka's
+// controlled shutdown, controlled.shutdown.enable): tried
+// controlled.shutdown.max.retries more times, controlled.shutdown.retry.backoff.ms
+// apart, while the controller answers with partitions remaining or
+// cannot be reached; then the broker shuts down anyway, as Kafka's does.
+// Partitions with one replica cannot move: they go offline when the
+// broker's registration goes.
+func (s *Server) controlledShutdown(ctx context.Context) {
+	cfg := s.cfg.Load()
+	if !cfg.ControlledShutdownEnable || s.cache == nil || s.ctrl == nil {
+		return
+	}
+	backoff := time.Duration(cfg.ControlledShutdownBackoffMs) * time.Millisecond
+	for attempt := 0; attempt <= cfg.ControlledShutdownMaxRetries; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				s.lg.Warn("controlled shutdown cut short; shutting down", "err", ctx.Err())
+				return
+			case <-time.After(backoff):
+			}
+		}
+		n, err := s.askControlledShutdown(ctx)
+		if err == nil {
+			s.lg.Info("controlled shutdown succeeded", "attempt", attempt+1)
+			return
+		}
+		s.lg.Warn("controlled shutdown failed", "attempt", attempt+1, "of", cfg.ControlledShutdownMaxRetries+1,
+			"partitions_remaining", n, "err", err)
+	}
+	s.lg.Warn("proceeding to shut down without a controlled shutdown")
+}
+
+// askControlledShutdown sends one ControlledShutdown to the controller
+// (itself, in-process, when this broker is it) and returns how many
+// partitions it still leads.
+func (s *Server) askControlledShutdown(ctx context.Context) (int, error) {
+	id, epoch := s.static.BrokerID, s.brokerEpoch.Load()
+	snap := s.cache.Snapshot()
+	ctrlID := snap.ControllerID
+	if ctrlID == id && s.ctrl.IsActive() {
+		remaining, err := s.ctrl.ControlledShutdown(ctx, id, epoch)
+		if err == nil && len(remaining) > 0 {
+			err = errPartitionsRemaining
+		}
+		return len(remaining), err
+	}
+	b, ok := snap.Brokers[ctrlID]
+	if !ok {
+		return 0, fmt.Errorf("no controller known (controller id %d)", ctrlID)
+	}
+	e, ok := b.Endpoint(s.static.InterBrokerListenerName)
+	if !ok {
+		return 0, fmt.Errorf("controller %d has no endpoint on listener %s", ctrlID, s.static.InterBrokerListenerName)
+	}
+	// A channel of its own: it negotiates the version and retries a
+	// lost connection, within the timeout below.
+	ch := channel.New(channel.Config{ControllerID: id, Logger: s.lg, RequestTimeout: controlledShutdownTimeout})
+	defer ch.Close()
+	ch.AddBroker(ctrlID, e.Host+":"+strconv.Itoa(int(e.Port)))
+	req := kmsg.NewPtrControlledShutdownRequest()
+	req.BrokerID, req.BrokerEpoch = id, epoch
+	type result struct {
+		resp kmsg.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	ch.Send(ctrlID, req, func(r kmsg.Response, err error) { done <- result{r, err} })
+	t := time.NewTimer(controlledShutdownTimeout)
+	defer t.Stop()
+	var r result
+	select {
+	case r = <-done:
+	case <-t.C:
+		return 0, fmt.Errorf("controller %d at %s did not answer within %s", ctrlID, e.Host, controlledShutdownTimeout)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	resp := r.resp.(*kmsg.ControlledShutdownResponse)
+	if resp.ErrorCode != 0 {
+		return len(resp.PartitionsRemaining), kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if len(resp.PartitionsRemaining) > 0 {
+		return len(resp.PartitionsRemaining), errPartitionsRemaining
+	}
+	return 0, nil
+}
