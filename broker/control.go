@@ -113,8 +113,13 @@ func (s *Server) leaderAndIsr(ctx context.Context, req *kmsg.LeaderAndISRRequest
 		s.hosted[tp] = pt.id
 	}
 	errs := s.replicas.ApplyLeaderAndISR(states)
+	ahead := map[int]int32{}
 	for tp, err := range errs {
 		codes[index[tp]] = controlErrorCode(err)
+		var le *replica.LogEpochAheadError
+		if errors.As(err, &le) {
+			ahead[index[tp]] = le.Latest
+		}
 	}
 	s.reportUnhosted(errs)
 	s.updateCoordinator(states, errs)
@@ -129,6 +134,9 @@ func (s *Server) leaderAndIsr(ctx context.Context, req *kmsg.LeaderAndISRRequest
 			}
 			rp := kmsg.NewLeaderAndISRResponseTopicPartition()
 			rp.Topic, rp.Partition, rp.ErrorCode = pt.topic, pt.p.Partition, codes[i]
+			if latest, ok := ahead[i]; ok {
+				controller.SetLogLeaderEpoch(&rp.UnknownTags, latest)
+			}
 			cur.Partitions = append(cur.Partitions, rp)
 		}
 	} else {
@@ -166,6 +174,8 @@ func controlErrorCode(err error) int16 {
 	switch {
 	case errors.Is(err, replica.ErrStaleEpoch):
 		return kerr.StaleControllerEpoch.Code
+	case errors.Is(err, replica.ErrFencedLeaderEpoch):
+		return kerr.FencedLeaderEpoch.Code
 	case errors.Is(err, replica.ErrInconsistentTopicID):
 		return kerr.InconsistentTopicID.Code
 	case errors.Is(err, replica.ErrOffline):

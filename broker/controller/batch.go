@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/binary"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -302,20 +303,104 @@ func (c *Controller) onLeaderAndIsrResponse(id int32) func(kmsg.Response, error)
 		}
 		n := 0
 		var first error
+		var ahead []epochAhead
+		check := func(id [16]byte, p kmsg.LeaderAndISRResponseTopicPartition) {
+			if p.ErrorCode == 0 {
+				return
+			}
+			if latest, ok := LogLeaderEpoch(&p.UnknownTags); ok && p.ErrorCode == kerr.FencedLeaderEpoch.Code {
+				ahead = append(ahead, epochAhead{id, p.Topic, p.Partition, latest})
+				return
+			}
+			n++
+			if first == nil {
+				first = kerr.ErrorForCode(p.ErrorCode)
+			}
+		}
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					n++
-					if first == nil {
-						first = kerr.ErrorForCode(p.ErrorCode)
-					}
-				}
+				check(t.TopicID, p)
 			}
+		}
+		for _, p := range resp.Partitions {
+			check([16]byte{}, p)
 		}
 		if n > 0 {
 			c.lg.Warn("LeaderAndIsr: partitions not applied", "broker_id", id, "count", n, "first_err", first)
 		}
+		if len(ahead) > 0 {
+			c.enqueue(func() { c.raiseLeaderEpochs(id, ahead) })
+		}
 	}
+}
+
+// epochAhead is a leadership refused because the log is ahead.
+type epochAhead struct {
+	topicID   [16]byte // v5+ answers name topics by id
+	topic     string
+	partition int32
+	latest    int32
+}
+
+// logEpochTag is the tagged field (qk's; LeaderAndIsr has none of
+// Kafka's) in which a broker refusing a leadership with
+// FENCED_LEADER_EPOCH gives its log's latest leader epoch.
+const logEpochTag = 10001
+
+// SetLogLeaderEpoch puts a log's latest leader epoch in a LeaderAndIsr
+// partition answer's tags.
+func SetLogLeaderEpoch(tags *kmsg.Tags, epoch int32) {
+	tags.Set(logEpochTag, binary.BigEndian.AppendUint32(nil, uint32(epoch)))
+}
+
+// LogLeaderEpoch reads what SetLogLeaderEpoch put.
+func LogLeaderEpoch(tags *kmsg.Tags) (int32, bool) {
+	var out int32
+	ok := false
+	tags.Each(func(k uint32, v []byte) {
+		if k == logEpochTag && len(v) == 4 {
+			out, ok = int32(binary.BigEndian.Uint32(v)), true
+		}
+	})
+	return out, ok
+}
+
+// raiseLeaderEpochs elects again, above the log's epoch, the partitions
+// whose leader refused its leadership because its log already holds a
+// newer leader epoch than the metadata (a log dir newer than the store,
+// as when a cluster's data is taken over).
+func (c *Controller) raiseLeaderEpochs(id int32, ahead []epochAhead) {
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	byID := map[[16]byte]string{}
+	for name, t := range c.cc.topics {
+		byID[t.id] = name
+	}
+	var writes []stateWrite
+	for _, a := range ahead {
+		tp := TP{Topic: a.topic, Partition: a.partition}
+		if a.topicID != ([16]byte{}) {
+			tp.Topic = byID[a.topicID]
+		}
+		s, ok := c.cc.states[tp]
+		if !ok || s.Leader != id || c.cc.toDelete[tp.Topic] {
+			continue
+		}
+		n := s.WithLeader(s.Leader, s.ISR)
+		n.LeaderEpoch = max(s.LeaderEpoch, a.latest) + 1
+		n.LeaderRecoveryState = s.LeaderRecoveryState
+		writes = append(writes, stateWrite{tp: tp, state: n})
+	}
+	if len(writes) == 0 {
+		return
+	}
+	c.lg.Warn("leader's log holds newer leader epochs than the metadata; electing it above them",
+		"broker_id", id, "partitions", len(writes), "first", writes[0].tp.String(), "leader_epoch", writes[0].state.LeaderEpoch)
+	b := newBatch()
+	for _, w := range c.writeStates(ctx, writes) {
+		c.tellReplicas(b, w.tp, false)
+	}
+	c.send(b)
 }
 
 func (c *Controller) onUpdateMetadataResponse(id int32) func(kmsg.Response, error) {

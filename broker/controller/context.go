@@ -45,11 +45,16 @@ type controllerContext struct {
 	// toDelete are the topics queued for deletion (/admin/delete_topics);
 	// their partitions are sent to brokers with LeaderDuringDelete.
 	toDelete map[string]bool
+	// stateMzxid is the zxid of each state node's last write, as read at
+	// failover: a leader registered after it (a larger czxid) restarted
+	// since, unseen by any controller.
+	stateMzxid map[TP]int64
 }
 
 func newContext() *controllerContext {
 	return &controllerContext{live: map[int32]liveBroker{}, shuttingDown: map[int32]bool{}, topics: map[string]*topicInfo{},
-		states: map[TP]statemachine.LeaderAndIsr{}, sm: statemachine.NewMachine(), toDelete: map[string]bool{}}
+		states: map[TP]statemachine.LeaderAndIsr{}, sm: statemachine.NewMachine(), toDelete: map[string]bool{},
+		stateMzxid: map[TP]int64{}}
 }
 
 func (cc *controllerContext) isLive(id int32) bool { _, ok := cc.live[id]; return ok }
@@ -164,19 +169,25 @@ func readTopicInfo(ctx context.Context, st metadata.Store, name string) (*topicI
 
 // readState reads a partition's state node; ok is false when it has none.
 func readState(ctx context.Context, st metadata.Store, tp TP) (statemachine.LeaderAndIsr, bool, error) {
+	s, _, ok, err := readStateStat(ctx, st, tp)
+	return s, ok, err
+}
+
+// readStateStat is readState with the node's last-write zxid.
+func readStateStat(ctx context.Context, st metadata.Store, tp TP) (statemachine.LeaderAndIsr, int64, bool, error) {
 	data, stat, err := st.Get(ctx, metadata.PartitionStatePath(tp.Topic, tp.Partition))
 	if errors.Is(err, metadata.ErrNoNode) {
-		return statemachine.LeaderAndIsr{}, false, nil
+		return statemachine.LeaderAndIsr{}, 0, false, nil
 	}
 	if err != nil {
-		return statemachine.LeaderAndIsr{}, false, err
+		return statemachine.LeaderAndIsr{}, 0, false, err
 	}
 	ps, err := metadata.UnmarshalPartitionState(data)
 	if err != nil {
-		return statemachine.LeaderAndIsr{}, false, fmt.Errorf("%s: %w", tp, err)
+		return statemachine.LeaderAndIsr{}, 0, false, fmt.Errorf("%s: %w", tp, err)
 	}
 	return statemachine.LeaderAndIsr{Leader: ps.Leader, LeaderEpoch: ps.LeaderEpoch, ISR: ps.ISR,
-		PartitionEpoch: stat.Version, LeaderRecoveryState: ps.LeaderRecoveryState}, true, nil
+		PartitionEpoch: stat.Version, LeaderRecoveryState: ps.LeaderRecoveryState}, stat.Mzxid, true, nil
 }
 
 // readWorkers bounds the concurrent reads of a controller failover: a
@@ -200,6 +211,7 @@ func loadContext(ctx context.Context, st metadata.Store) (*controllerContext, er
 		name   string
 		t      *topicInfo
 		states map[int32]statemachine.LeaderAndIsr
+		mzxid  map[int32]int64
 		err    error
 	}
 	jobs := make(chan string)
@@ -208,17 +220,17 @@ func loadContext(ctx context.Context, st metadata.Store) (*controllerContext, er
 	for range min(readWorkers, max(len(names), 1)) {
 		wg.Go(func() {
 			for name := range jobs {
-				r := result{name: name, states: map[int32]statemachine.LeaderAndIsr{}}
+				r := result{name: name, states: map[int32]statemachine.LeaderAndIsr{}, mzxid: map[int32]int64{}}
 				r.t, r.err = readTopicInfo(ctx, st, name)
 				if r.err == nil {
 					for p := range int32(len(r.t.assignment)) {
-						s, ok, err := readState(ctx, st, TP{Topic: name, Partition: p})
+						s, mzxid, ok, err := readStateStat(ctx, st, TP{Topic: name, Partition: p})
 						if err != nil {
 							r.err = err
 							break
 						}
 						if ok {
-							r.states[p] = s
+							r.states[p], r.mzxid[p] = s, mzxid
 						}
 					}
 				}
@@ -248,6 +260,7 @@ func loadContext(ctx context.Context, st metadata.Store) (*controllerContext, er
 		cc.topics[r.name] = r.t
 		for p, s := range r.states {
 			cc.states[TP{Topic: r.name, Partition: p}] = s
+			cc.stateMzxid[TP{Topic: r.name, Partition: p}] = r.mzxid[p]
 		}
 	}
 	dels, _, err := st.Children(ctx, metadata.DeleteTopicsPath)

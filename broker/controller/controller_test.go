@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/metadata"
@@ -31,6 +32,10 @@ type node struct {
 	mu           sync.Mutex
 	leaderAndIsr []*kmsg.LeaderAndISRRequest
 	stopped      []*kmsg.StopReplicaRequest
+	// logEpochs, when set, are the latest leader epochs of this node's
+	// logs by topic: a leadership at or below is refused, as a broker
+	// whose log is ahead of the metadata refuses it.
+	logEpochs map[string]int32
 }
 
 // handle serves a control request as a broker would, minus the logs.
@@ -42,7 +47,22 @@ func (n *node) handle(ctx context.Context, req kmsg.Request) (kmsg.Response, err
 		return r.ResponseKind(), n.cache.ApplyUpdateMetadata(ctx, r)
 	case *kmsg.LeaderAndISRRequest:
 		n.leaderAndIsr = append(n.leaderAndIsr, r)
-		return r.ResponseKind(), nil
+		resp := r.ResponseKind().(*kmsg.LeaderAndISRResponse)
+		for _, ts := range r.TopicStates {
+			rt := kmsg.NewLeaderAndISRResponseTopic()
+			rt.TopicID = ts.TopicID
+			for _, p := range ts.PartitionStates {
+				rp := kmsg.NewLeaderAndISRResponseTopicPartition()
+				rp.Partition = p.Partition
+				if latest, ok := n.logEpochs[ts.Topic]; ok && p.Leader == n.id && p.LeaderEpoch <= latest {
+					rp.ErrorCode = kerr.FencedLeaderEpoch.Code
+					SetLogLeaderEpoch(&rp.UnknownTags, latest)
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
 	case *kmsg.StopReplicaRequest:
 		n.stopped = append(n.stopped, r)
 		return r.ResponseKind(), nil
@@ -136,6 +156,12 @@ func netOf(st *embedded.Store) *testNet {
 
 func startNode(t *testing.T, st *embedded.Store, id int32) *node {
 	t.Helper()
+	return startNodeWith(t, st, id, nil)
+}
+
+// startNodeWith is startNode with setup run on the node before it starts.
+func startNodeWith(t *testing.T, st *embedded.Store, id int32, setup func(*node)) *node {
+	t.Helper()
 	ctx := t.Context()
 	sess, err := st.NewSession()
 	require.NoError(t, err)
@@ -145,6 +171,9 @@ func startNode(t *testing.T, st *embedded.Store, id int32) *node {
 	require.NoError(t, err)
 	lg := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	n := &node{id: id, sess: sess, changes: make(chan [2]*Snapshot, 100)}
+	if setup != nil {
+		setup(n)
+	}
 	n.cache = NewCache(CacheConfig{Store: sess, Logger: lg, OnChange: func(o, nw *Snapshot) {
 		select {
 		case n.changes <- [2]*Snapshot{o, nw}:
@@ -521,4 +550,32 @@ func TestBrokerFailureAndReturn(t *testing.T) {
 	ps, _ = stateOf(t, a.sess, "one", 0)
 	require.Equal(t, int32(2), ps.LeaderEpoch)
 	require.Equal(t, []int32{1}, ps.ISR)
+}
+
+// A leader that restarted while no controller ran gets a new leader epoch
+// from the next controller; and a leader whose log holds a newer epoch
+// than the store (a data dir taken over) refuses its leadership and is
+// elected again above its log's epoch.
+func TestLeaderEpochAfterUnseenRestartAndAheadLog(t *testing.T) {
+	st := embedded.New()
+	t.Cleanup(func() { st.Close() })
+	a := startNode(t, st, 0)
+	ctx := t.Context()
+	_, err := a.ctrl.CreateTopic(ctx, TopicSpec{Name: "t", NumPartitions: 1, ReplicationFactor: 1}, false)
+	require.NoError(t, err)
+	a.stop()
+	a = startNode(t, st, 0)
+	waitCache(t, a, "a new epoch after the unseen restart", func(s *Snapshot) bool {
+		return s.Topics["t"] != nil && s.Topics["t"].Partitions[0].LeaderEpoch == 1
+	})
+	a.stop()
+
+	// Its log says epoch 7 (the store says 1): the next leadership is 8.
+	a = startNodeWith(t, st, 0, func(n *node) { n.logEpochs = map[string]int32{"t": 7} })
+	waitCache(t, a, "an epoch above the log's", func(s *Snapshot) bool {
+		return s.Topics["t"] != nil && s.Topics["t"].Partitions[0].LeaderEpoch == 8
+	})
+	ps, _ := stateOf(t, a.sess, "t", 0)
+	require.Equal(t, int32(8), ps.LeaderEpoch)
+	require.Equal(t, int32(0), ps.Leader)
 }

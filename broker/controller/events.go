@@ -154,6 +154,7 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 		}
 	}
 	c.replicasOffline(ctx, b, offline)
+	c.reelectRestartedLeaders(ctx, b)
 	c.triggerOnlinePartitionStateChange(ctx, b)
 	c.send(b)
 	c.lg.Info("controller state loaded", "brokers", len(cc.live), "topics", len(cc.topics),
@@ -176,6 +177,42 @@ func (c *Controller) onResign() {
 		c.ch = nil
 	}
 	c.cc = nil
+}
+
+// reelectRestartedLeaders gives a new leader epoch to the partitions
+// whose leader registered after their state was last written: it
+// restarted while no controller ran (a whole cluster restarted, or its
+// data was taken over), so its log may have lost what it had at the old
+// epoch, and continuing under that epoch would hide the difference from
+// the replicas that saw it. Kafka's controller re-elects a bounced
+// broker's partitions the same way when it sees the bounce.
+func (c *Controller) reelectRestartedLeaders(ctx context.Context, b *requestBatch) {
+	cc := c.cc
+	var writes []stateWrite
+	for _, tp := range cc.allPartitions() {
+		s, ok := cc.states[tp]
+		lb, live := cc.live[s.Leader]
+		if !ok || !live || cc.toDelete[tp.Topic] || lb.epoch < cc.stateMzxid[tp] {
+			continue
+		}
+		var isr []int32
+		for _, r := range s.ISR {
+			if cc.isLive(r) {
+				isr = append(isr, r)
+			}
+		}
+		n := s.WithLeader(s.Leader, isr)
+		n.LeaderRecoveryState = s.LeaderRecoveryState
+		writes = append(writes, stateWrite{tp: tp, state: n})
+	}
+	if len(writes) == 0 {
+		return
+	}
+	done := c.writeStates(ctx, writes)
+	for _, w := range done {
+		c.tellReplicas(b, w.tp, false)
+	}
+	c.lg.Info("new leader epochs for partitions whose leader restarted unseen", "partitions", len(done))
 }
 
 func (c *Controller) addBroker(lb liveBroker) {

@@ -72,6 +72,18 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 	}
 	newEpoch := st.LeaderEpoch > p.leaderEpoch
 	wasLeader := p.leader == p.m.cfg.BrokerID
+	if st.Leader == p.m.cfg.BrokerID && p.leaderEpoch < 0 {
+		// Opened by this process: a leadership at an epoch its log
+		// already holds (or has gone past) would append under an epoch an
+		// earlier leadership used, which leader epochs exist to tell apart
+		// (a log newer than the metadata: a data dir taken over from
+		// another cluster, or metadata restored from a backup). Refused,
+		// with the log's epoch for the controller to go above.
+		if latest, ok := p.log.LatestEpoch(); ok && latest >= st.LeaderEpoch {
+			p.mu.Unlock()
+			return &LogEpochAheadError{Requested: st.LeaderEpoch, Latest: latest}
+		}
+	}
 	p.topicID = st.TopicID
 	p.leader = st.Leader
 	p.leaderEpoch = st.LeaderEpoch

@@ -45,6 +45,18 @@ var (
 	ErrOffline = errors.New("replica: partition offline")
 )
 
+// LogEpochAheadError refuses a leadership whose leader epoch the log
+// already holds or has passed; it is ErrFencedLeaderEpoch.
+type LogEpochAheadError struct {
+	Requested, Latest int32
+}
+
+func (e *LogEpochAheadError) Error() string {
+	return fmt.Sprintf("%v: leader epoch %d is not above the log's latest epoch %d", ErrFencedLeaderEpoch, e.Requested, e.Latest)
+}
+
+func (e *LogEpochAheadError) Is(target error) bool { return target == ErrFencedLeaderEpoch }
+
 // createLogWorkers bounds the logs ApplyLeaderAndISR creates at once.
 // Creating a log is mostly waiting for fsyncs (the new directory, its
 // partition.metadata); concurrent fsyncs share the file system's journal
