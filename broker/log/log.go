@@ -248,8 +248,13 @@ type Log struct {
 	// shutdown (a directory created by a process that was killed before
 	// its first flush exists only in the page cache). The next flush
 	// syncs the directory and the log dir (syncCreation) first.
-	dirUnsynced    bool
-	epochs         *LeaderEpochCache
+	dirUnsynced bool
+	epochs      *LeaderEpochCache
+	// maxEpochSeen is the newest leader epoch this log has named since it
+	// was opened: in its checkpoint at load (before entries past the log
+	// end were dropped) or assigned since; -1 for none. A leadership
+	// below or at it would reuse an epoch an earlier leadership used.
+	maxEpochSeen   int32
 	pending        []pendingDelete
 	failed         error // set when a write left the log in an unknown state
 	closed         bool
@@ -320,13 +325,14 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 		return nil, fmt.Errorf("open log %s: %w", dir, ErrBadDirName)
 	}
 	l := &Log{
-		dir:       dir,
-		topic:     topic,
-		partition: partition,
-		fsys:      o.fsys,
-		lg:        o.lg.With("topic", topic, "partition", partition),
-		now:       o.now,
-		cfg:       cfg,
+		maxEpochSeen: -1,
+		dir:          dir,
+		topic:        topic,
+		partition:    partition,
+		fsys:         o.fsys,
+		lg:           o.lg.With("topic", topic, "partition", partition),
+		now:          o.now,
+		cfg:          cfg,
 
 		firstDirtyOffset: o.cleanerOffset,
 	}
@@ -613,6 +619,20 @@ func (l *Log) LatestEpoch() (int32, bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.epochs.LatestEpoch()
+}
+
+// MaxEpochSeen is the newest leader epoch the log has named since it was
+// opened, including checkpoint entries dropped at load because they start
+// at or past the log's end (a leadership that began and appended nothing,
+// or whose records were lost).
+func (l *Log) MaxEpochSeen() (int32, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e := l.maxEpochSeen
+	if latest, ok := l.epochs.LatestEpoch(); ok {
+		e = max(e, latest)
+	}
+	return e, e >= 0
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch for this log.

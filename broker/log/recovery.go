@@ -167,6 +167,9 @@ func (l *Log) load(o options) error {
 	}
 	l.flushTarget = l.recoveryPoint
 	l.highWatermark = min(max(o.highWatermark, l.logStartOffset), l.logEndOffset)
+	if e, ok := l.epochs.LatestEpoch(); ok {
+		l.maxEpochSeen = max(l.maxEpochSeen, e)
+	}
 	if err := l.epochs.TruncateFromEnd(l.logEndOffset); err != nil {
 		l.lg.Warn("leader epoch checkpoint not written", "err", err)
 	}

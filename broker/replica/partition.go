@@ -79,7 +79,7 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 		// (a log newer than the metadata: a data dir taken over from
 		// another cluster, or metadata restored from a backup). Refused,
 		// with the log's epoch for the controller to go above.
-		if latest, ok := p.log.LatestEpoch(); ok && latest >= st.LeaderEpoch {
+		if latest, ok := p.log.MaxEpochSeen(); ok && latest >= st.LeaderEpoch {
 			p.mu.Unlock()
 			return &LogEpochAheadError{Requested: st.LeaderEpoch, Latest: latest}
 		}

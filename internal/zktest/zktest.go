@@ -58,6 +58,23 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// StartFrom starts a standalone server on a copy of an existing data dir
+// (one holding version-2/ with snapshots and logs, as another ZooKeeper
+// wrote it), as when a cluster's ZooKeeper is restored or moved.
+func StartFrom(t testing.TB, dataDir string) *Server {
+	t.Helper()
+	requireJar(t)
+	s := &Server{t: t, Dir: t.TempDir(), Port: freePort(t)}
+	if err := os.CopyFS(s.Dir, os.DirFS(dataDir)); err != nil {
+		t.Fatalf("zktest: copy %s: %v", dataDir, err)
+	}
+	s.writeConfig()
+	s.launch()
+	t.Cleanup(s.Stop)
+	s.waitServing(30 * time.Second)
+	return s
+}
+
 // Ensemble is a ZooKeeper ensemble on loopback.
 type Ensemble struct {
 	Servers []*Server
