@@ -69,6 +69,15 @@ func (cc *controllerContext) liveIDs() []int32 {
 	return out
 }
 
+// racks are the live brokers' broker.rack ("" without).
+func (cc *controllerContext) racks() map[int32]string {
+	out := make(map[int32]string, len(cc.live))
+	for id, b := range cc.live {
+		out[id] = b.reg.Rack
+	}
+	return out
+}
+
 // replicas is tp's assignment (nil for an unknown partition).
 func (cc *controllerContext) replicas(tp TP) []int32 {
 	t := cc.topics[tp.Topic]

@@ -354,7 +354,7 @@ func (c *Controller) CreateTopic(ctx context.Context, spec TopicSpec, validateOn
 		c.mu.Unlock()
 		return nil, ErrNotController
 	}
-	assignment, err := c.validateTopic(spec, c.cc.liveIDs(), c.cc.topics)
+	assignment, err := c.validateTopic(spec, c.cc.liveIDs(), c.cc.racks(), c.cc.topics)
 	if err == nil {
 		err = c.checkCapacity(assignment, 0)
 	}
@@ -396,7 +396,11 @@ func (c *Controller) CreateTopicInStore(ctx context.Context, spec TopicSpec) (*T
 	for name := range snap.Topics {
 		topics[name] = nil
 	}
-	assignment, err := c.validateTopic(spec, snap.BrokerIDs(), topics)
+	racks := map[int32]string{}
+	for id, b := range snap.Brokers {
+		racks[id] = b.Rack
+	}
+	assignment, err := c.validateTopic(spec, snap.BrokerIDs(), racks, topics)
 	if err == nil {
 		err = c.checkCapacity(assignment, 0)
 	}
@@ -419,7 +423,7 @@ func (c *Controller) CreateTopicInStore(ctx context.Context, spec TopicSpec) (*T
 
 // validateTopic checks spec against the live brokers and the topics, and
 // returns its assignment.
-func (c *Controller) validateTopic(spec TopicSpec, live []int32, topics map[string]*topicInfo) (map[int32][]int32, error) {
+func (c *Controller) validateTopic(spec TopicSpec, live []int32, racks map[int32]string, topics map[string]*topicInfo) (map[int32][]int32, error) {
 	if _, ok := topics[spec.Name]; ok {
 		return nil, fmt.Errorf("%w: topic '%s' already exists", ErrTopicExists, spec.Name)
 	}
@@ -434,7 +438,7 @@ func (c *Controller) validateTopic(spec TopicSpec, live []int32, topics map[stri
 		if err := checkReplicationFactor(int(spec.ReplicationFactor), len(live)); err != nil {
 			return nil, err
 		}
-		return AssignReplicas(live, 0, int(spec.NumPartitions), int(spec.ReplicationFactor)), nil
+		return assign(live, racks, 0, int(spec.NumPartitions), int(spec.ReplicationFactor))
 	}
 	if err := checkAssignment(assignment, 0, live); err != nil {
 		return nil, err
@@ -553,7 +557,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, topic string, total i
 		c.mu.Unlock()
 		return fmt.Errorf("%w: topic '%s' does not exist", ErrUnknownTopic, topic)
 	}
-	full, err := c.validatePartitions(t, total, assignment, cc.liveIDs())
+	full, err := c.validatePartitions(t, total, assignment, cc.liveIDs(), cc.racks())
 	if err != nil || validateOnly {
 		c.mu.Unlock()
 		return err
@@ -588,7 +592,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, topic string, total i
 
 // validatePartitions checks a partition increase and returns the full
 // assignment.
-func (c *Controller) validatePartitions(t *topicInfo, total int32, assignment [][]int32, live []int32) (map[int32][]int32, error) {
+func (c *Controller) validatePartitions(t *topicInfo, total int32, assignment [][]int32, live []int32, racks map[int32]string) (map[int32][]int32, error) {
 	cur := int32(len(t.assignment))
 	switch {
 	case total < cur:
@@ -612,7 +616,11 @@ func (c *Controller) validatePartitions(t *topicInfo, total int32, assignment []
 		if err := checkReplicationFactor(rf, len(live)); err != nil {
 			return nil, err
 		}
-		maps.Copy(full, AssignReplicas(live, cur, int(total-cur), rf))
+		more, err := assign(live, racks, cur, int(total-cur), rf)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(full, more)
 	}
 	if err := c.checkCapacity(full, cur); err != nil {
 		return nil, err
