@@ -14,11 +14,16 @@ import (
 //   before v3, which does not know that code)
 // * Unknown names: UNKNOWN_TOPIC_OR_PARTITION; unknown ids (v6):
 //   UNKNOWN_TOPIC_ID; both a name and an id: INVALID_REQUEST
-// * The topic's nodes go in one Multi; every broker hosting a partition,
-//   when its cache sees the topic gone, renames the directory to
-//   <topic>-<p>.<uuid>-delete at once and removes it in the background
-//   after file.delete.delay.ms (broker/log.Manager.DeleteLog), so fetches
-//   being sent from its files finish first
+// * As Kafka's controller: /admin/delete_topics/<t>, then every broker
+//   drops the topic from its metadata (UpdateMetadata with
+//   LeaderDuringDelete), each replica's broker gets StopReplica with
+//   delete and renames the directory to <topic>-<p>.<uuid>-delete at once,
+//   removing it in the background after file.delete.delay.ms
+//   (broker/log.Manager.DeleteLog, so fetches being sent from its files
+//   finish first), and the topic's nodes go once every replica is deleted.
+//   The answer comes when the deletion completed, or, when a replica's
+//   broker is down (the deletion then waits for it, as Kafka's does), as
+//   soon as this broker's metadata no longer shows the topic
 //
 // Version notes:
 // * v1: throttle; v5: error message; v6: topics by name or id

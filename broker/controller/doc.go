@@ -1,20 +1,36 @@
-// Package controller keeps the cluster's metadata in the metadata store
-// under Kafka's ZooKeeper paths, and gives each broker its view of it.
+// Package controller is Kafka's ZooKeeper-mode controller, and each
+// broker's view of the cluster metadata.
 //
 // It has two halves, both run by every broker:
 //
 //   - Controller: the elected controller of the cluster (the broker that
 //     created the ephemeral /controller node; /controller_epoch counts the
-//     elections). Only it creates and deletes topics and adds partitions,
-//     writing each change with one atomic Multi. Other brokers answer
-//     those requests with NOT_CONTROLLER, which clients handle by asking
-//     the controller (kadm sends them there anyway).
-//   - Cache: the broker's copy of the metadata (Kafka's MetadataCache),
-//     read from the store and kept current by watches: live brokers,
-//     topics with their ids, assignments and partition states, topic and
-//     broker config overrides, the controller id and the cluster id. Each
-//     change calls the broker's OnChange hook with the old and the new
-//     Snapshot, from which it opens and closes the partitions it hosts.
+//     elections). When elected it reads the whole cluster state from the
+//     store into its context (Kafka's ControllerContext) and from then on
+//     works from it, one event at a time: broker changes (watch on
+//     /brokers/ids: dead, new and bounced brokers by the czxid of their
+//     registration, the broker epoch), new topics and added partitions
+//     from any writer (watches on /brokers/topics and each topic node),
+//     deletions asked under /admin/delete_topics, controlled shutdowns and
+//     the topic admin APIs. Each event asks controller/statemachine (the
+//     partition and replica state machines, the leader elections, the ISR
+//     rules: pure functions) what to do, writes the new partition states
+//     with compare-and-set on the state node's version in Multis that also
+//     check /controller_epoch's version (so a deposed controller writes
+//     nothing), applies them to its context only once written, and ends
+//     with one batch of LeaderAndIsr, UpdateMetadata and StopReplica
+//     requests per broker (requestBatch), sent over controller/channel:
+//     one connection, queue and retry per broker, its own broker served
+//     in-process. Other brokers answer the topic admin APIs with
+//     NOT_CONTROLLER, which clients handle by asking the controller;
+//     auto-created topics are written to the store by any broker, for the
+//     controller to pick up, as Kafka's brokers do.
+//   - Cache: the broker's copy of the metadata (Kafka's MetadataCache):
+//     live brokers, the controller, topics with their ids and partition
+//     states from the controller's UpdateMetadata requests; the cluster id
+//     and the topic and broker configs from the store (a watch on
+//     /config/changes). A change to one partition costs the controller one
+//     store write and each broker one request, not a re-read of the store.
 //
 // # Store layout (Kafka 2.8+/3.x, codecs in broker/metadata)
 //
@@ -30,20 +46,16 @@
 //	/admin/delete_topics/<t>                      a deletion asked by Kafka's tools
 //	/latest_producer_id_block                     {"version":1,"broker":0,"block_start":"0","block_end":"999"}
 //
-// A topic is created in one Multi (its config, assignment, partition
-// nodes and states), so a watcher never sees a topic without states;
-// likewise for new partitions (assignment set with a version check) and
-// deletion (everything removed at once).
+// A topic is created as Kafka's controller creates it: its config and
+// assignment in one Multi, then its partitions' states (nodes created
+// with the states) in Multis of up to ~160 partitions, then the brokers
+// are told. A partition's later state change is one Multi: the epoch
+// check and a compare-and-set of its state node.
 //
 // # Synchronous view on the broker that made a change
 //
-// A watch fires after the store committed, on its own goroutine. So that
-// a client that created a topic can produce to it at once, the broker
-// that made a change calls Cache.Sync before it answers: Sync re-reads the
-// store and runs OnChange under the cache's lock; the watch that fires
-// later finds nothing new. Other brokers catch up through their watches.
-//
-// Partition-state changes that come without a change of the topic node
-// (leader elections, ISR changes) are for the replication issue, which
-// will watch the state nodes or send UpdateMetadata.
+// CreateTopics, CreatePartitions and DeleteTopics answer once this
+// broker's cache shows the change (Kafka's DelayedCreatePartitions and
+// DelayedDeleteTopics); other brokers catch up as their UpdateMetadata
+// arrives, a moment later.
 package controller
