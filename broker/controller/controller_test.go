@@ -32,6 +32,7 @@ type node struct {
 	mu           sync.Mutex
 	leaderAndIsr []*kmsg.LeaderAndISRRequest
 	stopped      []*kmsg.StopReplicaRequest
+	updates      []*kmsg.UpdateMetadataRequest
 	// logEpochs, when set, are the latest leader epochs of this node's
 	// logs by topic: a leadership at or below is refused, as a broker
 	// whose log is ahead of the metadata refuses it.
@@ -44,6 +45,7 @@ func (n *node) handle(ctx context.Context, req kmsg.Request) (kmsg.Response, err
 	defer n.mu.Unlock()
 	switch r := req.(type) {
 	case *kmsg.UpdateMetadataRequest:
+		n.updates = append(n.updates, r)
 		return r.ResponseKind(), n.cache.ApplyUpdateMetadata(ctx, r)
 	case *kmsg.LeaderAndISRRequest:
 		n.leaderAndIsr = append(n.leaderAndIsr, r)
@@ -174,7 +176,7 @@ func startNodeWith(t *testing.T, st *embedded.Store, id int32, setup func(*node)
 	if setup != nil {
 		setup(n)
 	}
-	n.cache = NewCache(CacheConfig{Store: sess, Logger: lg, OnChange: func(o, nw *Snapshot) {
+	n.cache = NewCache(CacheConfig{Store: n.sess, Logger: lg, OnChange: func(o, nw *Snapshot) {
 		select {
 		case n.changes <- [2]*Snapshot{o, nw}:
 		default:
@@ -185,7 +187,7 @@ func startNodeWith(t *testing.T, st *embedded.Store, id int32, setup func(*node)
 	tn.mu.Lock()
 	tn.nodes[id] = n
 	tn.mu.Unlock()
-	n.ctrl = New(Config{BrokerID: id, Store: sess, Cache: n.cache, Logger: lg, NewChannel: tn.channel, Local: n.handle,
+	n.ctrl = New(Config{BrokerID: id, Store: n.sess, Cache: n.cache, Logger: lg, NewChannel: tn.channel, Local: n.handle,
 		Listener: "PLAINTEXT"})
 	require.NoError(t, n.ctrl.Start(ctx))
 	t.Cleanup(n.stop)
