@@ -168,9 +168,6 @@ func startNodeWith(t *testing.T, st *embedded.Store, id int32, setup func(*node)
 	sess, err := st.NewSession()
 	require.NoError(t, err)
 	require.NoError(t, metadata.EnsureKafkaPaths(ctx, sess))
-	_, err = Register(ctx, sess, Registration{BrokerID: id, Now: time.Now(),
-		Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Host: "127.0.0.1", Port: 9092 + id}}})
-	require.NoError(t, err)
 	lg := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	n := &node{id: id, sess: sess, changes: make(chan [2]*Snapshot, 100)}
 	if setup != nil {
@@ -187,6 +184,11 @@ func startNodeWith(t *testing.T, st *embedded.Store, id int32, setup func(*node)
 	tn.mu.Lock()
 	tn.nodes[id] = n
 	tn.mu.Unlock()
+	// Registered once it can be reached, as a broker registers once it
+	// listens.
+	_, err = Register(ctx, sess, Registration{BrokerID: id, Now: time.Now(),
+		Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Host: "127.0.0.1", Port: 9092 + id}}})
+	require.NoError(t, err)
 	n.ctrl = New(Config{BrokerID: id, Store: n.sess, Cache: n.cache, Logger: lg, NewChannel: tn.channel, Local: n.handle,
 		Listener: "PLAINTEXT"})
 	require.NoError(t, n.ctrl.Start(ctx))
