@@ -111,7 +111,7 @@ func sortedTPs[V any](m map[TP]V) []TP {
 // controller sends them. Requests to brokers that are not live are
 // dropped.
 func (c *Controller) send(b *requestBatch) {
-	if b.empty() || c.ch == nil {
+	if b.empty() || c.ch == nil || !c.active.Load() {
 		return
 	}
 	cc := c.cc
@@ -291,6 +291,7 @@ func (c *Controller) stopReplicaRequest(lb liveBroker, parts map[TP]bool) *kmsg.
 }
 
 func (c *Controller) onLeaderAndIsrResponse(id int32) func(kmsg.Response, error) {
+	gen := c.gen.Load()
 	return func(r kmsg.Response, err error) {
 		if err != nil {
 			c.lg.Debug("LeaderAndIsr not delivered", "broker_id", id, "err", err)
@@ -329,7 +330,7 @@ func (c *Controller) onLeaderAndIsrResponse(id int32) func(kmsg.Response, error)
 			c.lg.Warn("LeaderAndIsr: partitions not applied", "broker_id", id, "count", n, "first_err", first)
 		}
 		if len(ahead) > 0 {
-			c.enqueue(func() { c.raiseLeaderEpochs(id, ahead) })
+			c.enqueueGen(gen, func() { c.raiseLeaderEpochs(id, ahead) })
 		}
 	}
 }
@@ -418,6 +419,7 @@ func (c *Controller) onUpdateMetadataResponse(id int32) func(kmsg.Response, erro
 // onStopReplicaResponse moves the deleted replicas on: the topic deletion
 // goes on from the controller's event loop.
 func (c *Controller) onStopReplicaResponse(id int32, parts map[TP]bool) func(kmsg.Response, error) {
+	gen := c.gen.Load()
 	return func(r kmsg.Response, err error) {
 		failed := map[TP]bool{}
 		if err != nil {
@@ -437,7 +439,7 @@ func (c *Controller) onStopReplicaResponse(id int32, parts map[TP]bool) func(kms
 				}
 			}
 		}
-		c.enqueue(func() { c.onReplicasDeleted(id, parts, failed) })
+		c.enqueueGen(gen, func() { c.onReplicasDeleted(id, parts, failed) })
 	}
 }
 

@@ -529,7 +529,15 @@ func (c *Controller) multi(ctx context.Context, ops ...metadata.Op) ([]metadata.
 	if errors.As(err, &me) && me.Index == 0 {
 		if c.active.Swap(false) {
 			c.lg.Warn("resigned as controller: a newer controller epoch fenced a write", "controller_epoch", c.epoch.Load())
-			c.onResign()
+			// The term ends once the event or call that holds c.mu
+			// returns (it still uses the context); nothing more is sent.
+			go func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				if !c.active.Load() {
+					c.onResign()
+				}
+			}()
 		}
 		return nil, fmt.Errorf("%w (%v)", ErrFenced, err)
 	}

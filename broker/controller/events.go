@@ -20,8 +20,11 @@ import (
 
 // enqueue runs f later on the event loop, under c.mu, if the controller
 // term that was current when enqueue was called is still the current one.
-func (c *Controller) enqueue(f func()) {
-	gen := c.gen.Load()
+func (c *Controller) enqueue(f func()) { c.enqueueGen(c.gen.Load(), f) }
+
+// enqueueGen runs f on the event loop if term gen is still the current
+// one: for answers to requests, the term that sent them.
+func (c *Controller) enqueueGen(gen uint64, f func()) {
 	c.qmu.Lock()
 	c.queue = append(c.queue, queued{gen: gen, f: f})
 	c.qmu.Unlock()
@@ -54,7 +57,7 @@ func (c *Controller) eventLoop() {
 			}
 			for _, e := range q {
 				c.mu.Lock()
-				if c.cc != nil && c.gen.Load() == e.gen {
+				if c.cc != nil && c.active.Load() && c.gen.Load() == e.gen {
 					e.f()
 				}
 				c.mu.Unlock()
@@ -331,12 +334,12 @@ func (c *Controller) onBrokerFailure(ctx context.Context, b *requestBatch, dead 
 		if cc.toDelete[tp.Topic] {
 			for _, r := range cc.replicas(tp) {
 				if slices.Contains(dead, r) {
-					c.setReplica(statemachine.PartitionReplica{TopicPartition: tp, Replica: r}, statemachine.ReplicaDeletionIneligible)
+					c.deletionIneligible(statemachine.PartitionReplica{TopicPartition: tp, Replica: r})
 				}
 			}
 			continue
 		}
-		if s, ok := cc.states[tp]; ok && slices.Contains(dead, s.Leader) {
+		if s, ok := cc.states[tp]; ok && slices.Contains(dead, s.Leader) && cc.sm.Partition(tp) != statemachine.NewPartition {
 			leaderless = append(leaderless, tp)
 		}
 		for _, r := range cc.replicas(tp) {
@@ -605,6 +608,19 @@ func (c *Controller) writeStates(ctx context.Context, writes []stateWrite) []sta
 		}
 	}
 	return done
+}
+
+// deletionIneligible parks a replica of a topic being deleted whose
+// broker is down: its deletion is retried when the broker returns.
+func (c *Controller) deletionIneligible(pr statemachine.PartitionReplica) {
+	switch c.cc.sm.Replica(pr) {
+	case statemachine.ReplicaDeletionSuccessful, statemachine.ReplicaDeletionIneligible:
+		return
+	case statemachine.ReplicaDeletionStarted, statemachine.OfflineReplica:
+	default:
+		c.setReplica(pr, statemachine.OfflineReplica)
+	}
+	c.setReplica(pr, statemachine.ReplicaDeletionIneligible)
 }
 
 func (c *Controller) setPartition(tp TP, to statemachine.PartitionState) {

@@ -199,12 +199,7 @@ func (c *Controller) startReplicaDeletion(b *requestBatch, topic string) {
 			case st == statemachine.ReplicaDeletionSuccessful || st == statemachine.ReplicaDeletionStarted:
 				continue
 			case !cc.isLive(r):
-				if st != statemachine.ReplicaDeletionIneligible {
-					if st != statemachine.OfflineReplica {
-						c.setReplica(pr, statemachine.OfflineReplica)
-					}
-					c.setReplica(pr, statemachine.ReplicaDeletionIneligible)
-				}
+				c.deletionIneligible(pr)
 				continue
 			}
 			if st != statemachine.OfflineReplica {
