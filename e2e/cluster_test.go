@@ -30,11 +30,19 @@ const zkCli = "/usr/share/zookeeper/bin/zkCli.sh"
 func startZKCluster(t *testing.T, n int) (*zktest.Server, []*broker) {
 	t.Helper()
 	zk := zktest.Start(t)
+	return zk, startZKClusterOn(t, zk.Addr()+"/qk", n)
+}
+
+// startZKClusterOn starts n `qk broker start` processes with ids 0..n-1
+// on the ZooKeeper of connect (zookeeper.connect: host:port[,host:port...]
+// and a chroot), with 6 s sessions, and waits until each sees all n.
+func startZKClusterOn(t *testing.T, connect string, n int) []*broker {
+	t.Helper()
 	var bs []*broker
 	for i := range n {
 		bs = append(bs, startBroker(t, withSet(
 			"broker.id="+strconv.Itoa(i),
-			"zookeeper.connect="+zk.Addr()+"/qk",
+			"zookeeper.connect="+connect,
 			"zookeeper.session.timeout.ms=6000",
 			"offsets.topic.replication.factor=1",
 		)))
@@ -53,7 +61,7 @@ func startZKCluster(t *testing.T, n int) (*zktest.Server, []*broker) {
 			time.Sleep(50 * time.Millisecond) // polling interval
 		}
 	}
-	return zk, bs
+	return bs
 }
 
 // TestZooKeeperCluster: three qk processes on a real ZooKeeper form one
