@@ -25,10 +25,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -292,7 +295,8 @@ func (s *Store) mapErr(err error) error {
 	case errors.Is(err, zk.ErrSessionExpired):
 		s.expire()
 		return fmt.Errorf("%w: %v", metadata.ErrSessionExpired, err)
-	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrClosing), errors.Is(err, zk.ErrNoServer):
+	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrClosing), errors.Is(err, zk.ErrNoServer),
+		isNetError(err):
 		if st := s.state(); st != nil {
 			return st
 		}
@@ -301,6 +305,17 @@ func (s *Store) mapErr(err error) error {
 		return fmt.Errorf("%w: %v", metadata.ErrBadPath, err)
 	}
 	return fmt.Errorf("zkstore: %w", err)
+}
+
+// isNetError reports whether err is the connection's own failure, which
+// go-zookeeper hands to a request as it is when writing the request to the
+// socket fails (a server that closed the connection: "write: broken
+// pipe"; a write that timed out): a connection loss like any other, not
+// a failure of the request.
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func zkFlags(f metadata.CreateFlags) int32 {
