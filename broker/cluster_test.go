@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -75,4 +76,47 @@ func TestClusterOfThree(t *testing.T) {
 		require.NoError(t, p.Err)
 		require.NotEqual(t, int32(0), p.Leader, "a stopped broker got a partition")
 	}
+}
+
+// TestAutoCreateFromAnyBroker: a producer that knows only a broker that
+// is not the controller auto-creates its topic there (the broker writes
+// the assignment for the controller to pick up, as Kafka's brokers do),
+// and its records arrive; so does a group's first FindCoordinator, which
+// creates __consumer_offsets.
+func TestAutoCreateFromAnyBroker(t *testing.T) {
+	c := brokertest.StartCluster(t, 3)
+	var other *brokertest.Broker
+	for _, b := range c.Brokers {
+		if b.Cache().Snapshot().ControllerID != b.ID {
+			other = b
+			break
+		}
+	}
+	require.NotNil(t, other)
+	cl := newClient(t, []string{other.Addr}, kgo.DefaultProduceTopic("auto-here"), kgo.AllowAutoTopicCreation())
+	for i := range 10 {
+		require.NoError(t, cl.ProduceSync(testCtx(t), &kgo.Record{Value: []byte{byte(i)}}).FirstErr())
+	}
+	for _, b := range c.Brokers {
+		waitFor(t, 10*time.Second, "the auto-created topic on every broker", func() bool {
+			_, ok := b.Cache().Snapshot().Topics["auto-here"]
+			return ok
+		})
+	}
+	require.Len(t, consume(t, []string{other.Addr}, "auto-here", 10), 10)
+
+	g := newClient(t, []string{other.Addr}, kgo.ConsumeTopics("auto-here"), kgo.ConsumerGroup("g-anywhere"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	n := 0
+	for n < 10 {
+		fs := g.PollFetches(testCtx(t))
+		require.NoError(t, fs.Err0())
+		n += fs.NumRecords()
+	}
+	require.NoError(t, g.CommitUncommittedOffsets(testCtx(t)))
+	offs, err := newAdmin(t, c.Addrs()...).FetchOffsets(testCtx(t), "g-anywhere")
+	require.NoError(t, err)
+	total := int64(0)
+	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+	require.Equal(t, int64(10), total, "the group's commits are read through any broker")
 }

@@ -285,6 +285,7 @@ func TestZooKeeperControllerFailover(t *testing.T) {
 	// The new controller creates and deletes topics.
 	adm := survivor.admin()
 	createTopic(t, adm, "after", 4, nil)
+	t.Logf("controller %d killed; CreateTopics answered by the new one %v later", dead, time.Since(killed).Round(time.Millisecond))
 	resp, err := adm.DeleteTopics(ctxFor(t, 30*time.Second), "after")
 	if err == nil {
 		err = resp.Error()
