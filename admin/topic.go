@@ -244,12 +244,16 @@ func (c *Client) DescribeTopics(ctx context.Context, topics ...string) (TopicDes
 	if err != nil {
 		return nil, fmt.Errorf("describe topic configs: %w", err)
 	}
+	// A partition without a leader (its broker is down) cannot answer
+	// ListOffsets: its offsets show as -1, the others are described (the
+	// moment an operator needs describe most).
+	var shard *kadm.ShardErrors
 	starts, err := c.Client.ListStartOffsets(ctx, topics...)
-	if err != nil {
+	if err != nil && !errors.As(err, &shard) {
 		return nil, fmt.Errorf("list start offsets: %w", err)
 	}
 	ends, err := c.Client.ListEndOffsets(ctx, topics...)
-	if err != nil {
+	if err != nil && !errors.As(err, &shard) {
 		return nil, fmt.Errorf("list end offsets: %w", err)
 	}
 	var out TopicDescriptions

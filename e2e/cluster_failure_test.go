@@ -97,6 +97,32 @@ func TestZooKeeperBrokerKilled(t *testing.T) {
 			p, st, before[p].LeaderEpoch+1, dead)
 	}
 
+	// The operator's view: qk topic describe marks them offline.
+	var describedAll []struct {
+		Partitions []struct {
+			Partition       int32   `json:"partition"`
+			Leader          int32   `json:"leader"`
+			OfflineReplicas []int32 `json:"offline_replicas"`
+		} `json:"partitions"`
+	}
+	out := runCmd(t, time.Minute, nil, qkBin, "topic", "describe", topic, "-b", survivors[0].addr, "--format", "json")
+	if err := json.Unmarshal(out, &describedAll); err != nil || len(describedAll) != 1 {
+		t.Fatalf("qk topic describe --format json: %v\n%s", err, out)
+	}
+	described := describedAll[0]
+	nOffline := 0
+	for _, dp := range described.Partitions {
+		if slices.Contains(theirs, dp.Partition) != (dp.Leader == -1 && slices.Equal(dp.OfflineReplicas, []int32{dead})) {
+			t.Errorf("qk topic describe: partition %d leader %d offline %v", dp.Partition, dp.Leader, dp.OfflineReplicas)
+		}
+		if dp.Leader == -1 {
+			nOffline++
+		}
+	}
+	if nOffline != len(theirs) || len(described.Partitions) != len(all) {
+		t.Errorf("qk topic describe shows %d of %d partitions offline, want %d of %d\n%s", nOffline, len(described.Partitions), len(theirs), len(all), out)
+	}
+
 	// The other partitions keep working, for the client from before the
 	// kill and for a new consumer.
 	produceTo(t, cl, topic, live, 10, "during", want)
