@@ -85,6 +85,8 @@ type rawConn struct {
 	t    *testing.T
 	c    net.Conn
 	corr int32
+	// clientID of the requests ("raw-test" when empty).
+	clientID string
 }
 
 func dialRaw(t *testing.T, addr string) *rawConn {
@@ -122,6 +124,9 @@ func (r *rawConn) request(req kmsg.Request) []byte {
 	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
 	b = binary.BigEndian.AppendUint32(b, uint32(r.corr))
 	id := "raw-test"
+	if r.clientID != "" {
+		id = r.clientID
+	}
 	b = binary.BigEndian.AppendUint16(b, uint16(len(id)))
 	b = append(b, id...)
 	if req.IsFlexible() {

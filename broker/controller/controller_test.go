@@ -491,7 +491,20 @@ func TestControlledShutdownAndTopicsFromOtherTools(t *testing.T) {
 	require.Equal(t, metadata.PartitionState{Leader: 1, LeaderEpoch: 0, ISR: []int32{1, 0}, ControllerEpoch: 1}, ps)
 	require.Zero(t, version)
 
-	_, stat, err := a.sess.Get(ctx, metadata.BrokerPath(1))
+	// The other tool adds a partition (kafka-topics.sh --alter --zookeeper
+	// rewrote the assignment).
+	data, stat, err := a.sess.Get(ctx, metadata.TopicPath("r2"))
+	require.NoError(t, err)
+	ta, err := metadata.UnmarshalTopicAssignment(data)
+	require.NoError(t, err)
+	ta.Partitions[2] = []int32{0, 1}
+	_, err = a.sess.Set(ctx, metadata.TopicPath("r2"), metadata.MarshalTopicAssignment(ta), stat.Version)
+	require.NoError(t, err)
+	waitCache(t, b, "the added partition", func(s *Snapshot) bool {
+		return len(s.Topics["r2"].Partitions) == 3 && s.Topics["r2"].Partitions[2].Leader == 0
+	})
+
+	_, stat, err = a.sess.Get(ctx, metadata.BrokerPath(1))
 	require.NoError(t, err)
 	_, err = a.ctrl.ControlledShutdown(ctx, 1, stat.Czxid+1000)
 	require.ErrorIs(t, err, ErrStaleBrokerEpoch)
