@@ -86,7 +86,11 @@ func NewCoordinator(cfg CoordinatorConfig) *Coordinator {
 	}
 	c := &Coordinator{cfg: cfg, lg: cfg.Logger.With("component", "group"), now: cfg.Clock,
 		parts: map[int32]*offsetsPartition{}, groups: map[string]*entry{}}
+	// Assigned under mu, which expireLoop holds to reset it: a short
+	// retention check could fire before the assignment otherwise.
+	c.mu.Lock()
 	c.expirer = time.AfterFunc(cfg.RetentionCheck, c.expireLoop)
+	c.mu.Unlock()
 	return c
 }
 
