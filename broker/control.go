@@ -154,7 +154,7 @@ func (s *Server) leaderAndIsr(ctx context.Context, req *kmsg.LeaderAndISRRequest
 // LeaderAndIsr comes before the UpdateMetadata that names a new topic).
 func (s *Server) topicConfig(ctx context.Context, snap *controller.Snapshot, topic string, id [16]byte, defaults config.Topic) config.Topic {
 	var over map[string]string
-	if t, ok := snap.Topics[topic]; ok && (id == [16]byte{} || t.ID == id) {
+	if t, ok := snap.Topics[topic]; ok && t.Config != nil && (id == [16]byte{} || t.ID == id) {
 		over = t.Config
 	} else {
 		var err error

@@ -89,9 +89,13 @@ type Server struct {
 	fetches      *purgatory.Purgatory[purgatory.Key]
 	groups       *group.Coordinator
 	ready        atomic.Bool
-	// apiMade: api is set (the controller's requests are served from
-	// then on, during start-up too).
-	apiMade atomic.Bool
+	// registered: api is set and the broker registered, with its broker
+	// epoch stored: the controller's requests are served from then on,
+	// during start-up too. Before, they are meant for an earlier process
+	// of this broker (the controller has not seen it restart) and cannot
+	// be told apart by their epoch: their connection is closed, and the
+	// controller's channel sends them again.
+	registered atomic.Bool
 	// startEnded is closed when start-up ends, ready or not (Start failed, or
 	// Close came first): requests that arrived before wait for it.
 	startEnded chan struct{}
@@ -333,15 +337,32 @@ func (s *Server) Addrs() []net.Addr {
 // fails, or the broker is closed before it is ready, is the connection
 // closed.
 func (s *Server) Handle(r *network.Request) {
-	if !s.ready.Load() && !(s.apiMade.Load() && s.api.FromController(r)) {
-		<-s.startEnded
-		if !s.ready.Load() {
-			s.lg.Debug("closing connection: broker did not start", "api_key", r.ApiKey)
+	if !s.ready.Load() {
+		switch {
+		case s.fromController(r) && s.registered.Load():
+			// Served during start-up, which waits for them.
+		case s.fromController(r):
+			// For an earlier process of this broker, or too early: the
+			// controller's channel sends it again.
 			r.CloseConnection()
 			return
+		default:
+			<-s.startEnded
+			if !s.ready.Load() {
+				s.lg.Debug("closing connection: broker did not start", "api_key", r.ApiKey)
+				r.CloseConnection()
+				return
+			}
 		}
 	}
 	s.api.Handle(r)
+}
+
+// fromController: a controller's connection (api.Handler.FromController,
+// decided before the handler exists).
+func (s *Server) fromController(r *network.Request) bool {
+	return r.Listener == s.static.InterBrokerListenerName && r.ClientID != nil &&
+		strings.HasPrefix(*r.ClientID, api.ControllerClientPrefix)
 }
 
 // endStartUp releases the requests waiting for start-up to end.
@@ -465,7 +486,6 @@ func (s *Server) Start() (err error) {
 		// The listener the controller reaches this broker on.
 		InterBrokerListener: cfg.InterBrokerListenerName,
 	})
-	s.apiMade.Store(true)
 	if err := s.cache.Start(ctx); err != nil {
 		return fmt.Errorf("broker: load metadata: %w", err)
 	}
@@ -481,19 +501,22 @@ func (s *Server) Start() (err error) {
 		WaitForOldSession: time.Duration(cfg.ZookeeperSessionTimeoutMs)*time.Millisecond + 5*time.Second,
 		Logger:            s.lg,
 	}
-	epoch, err := controller.Register(ctx, s.store, s.registration)
+	// Its own deadline: the wait for an earlier session (up to a session
+	// timeout and a margin) comes on top of loading the logs.
+	rctx, rcancel := context.WithTimeout(context.Background(), s.registration.WaitForOldSession+30*time.Second)
+	epoch, err := controller.Register(rctx, s.store, s.registration)
+	rcancel()
 	if err != nil {
 		return err
 	}
 	s.brokerEpoch.Store(epoch)
+	s.registered.Store(true)
 	s.lg.Info("registered broker", "broker_epoch", epoch, "endpoints", fmt.Sprint(endpoints))
 
 	if err := s.ctrl.Start(ctx); err != nil {
 		return fmt.Errorf("broker: controller election: %w", err)
 	}
-	if err := s.awaitMetadata(ctx); err != nil {
-		return err
-	}
+	s.awaitMetadata()
 	s.reportStray()
 	if s.zk != nil {
 		s.zk.expired = s.ctrl.Resign
@@ -514,18 +537,14 @@ func (s *Server) Start() (err error) {
 // a session timeout (the old one died and its session has not expired
 // yet) is not waited for longer: the broker serves what it has, and the
 // controller's requests update it when they come.
-func (s *Server) awaitMetadata(ctx context.Context) error {
+func (s *Server) awaitMetadata() {
 	wait := time.Duration(s.static.ZookeeperSessionTimeoutMs)*time.Millisecond + 5*time.Second
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-s.firstMetadata:
-		return nil
 	case <-t.C:
 		s.lg.Warn("no metadata from the controller yet; serving what this broker has", "waited", wait)
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("broker: waiting for the controller's metadata: %w", ctx.Err())
 	}
 }
 
@@ -642,8 +661,8 @@ func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 	for _, name := range new.TopicNames() {
 		t := new.Topics[name]
 		prev := old.Topics[name]
-		if prev == nil || prev.ID != t.ID || (!defaultsChanged && maps.Equal(prev.Config, t.Config)) {
-			continue // a new topic gets its config with its LeaderAndIsr
+		if prev == nil || prev.ID != t.ID || t.Config == nil || (!defaultsChanged && maps.Equal(prev.Config, t.Config)) {
+			continue // a new topic gets its config with its LeaderAndIsr; nil: not read yet
 		}
 		tc, err := config.ResolveTopic(defaults, t.Config)
 		if err != nil {

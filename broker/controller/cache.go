@@ -52,7 +52,8 @@ type Topic struct {
 	Name       string
 	ID         [16]byte
 	Partitions []PartitionInfo // index = partition number
-	// Config holds the topic's overrides (/config/topics/<t>).
+	// Config holds the topic's overrides (/config/topics/<t>); nil while
+	// they could not be read.
 	Config map[string]string
 }
 
@@ -337,6 +338,19 @@ func (c *Cache) read(ctx context.Context, old *Snapshot) (*Snapshot, error) {
 	}
 	s.configCVersion = cstat.CVersion
 	if cstat.CVersion == old.configCVersion && old.brokerCfgLoaded {
+		// Only the topic configs that could not be read.
+		for name, t := range s.Topics {
+			if t.Config != nil {
+				continue
+			}
+			cfg, err := metadata.ReadEntityConfig(ctx, st, metadata.ConfigTopics, name)
+			if err != nil {
+				return nil, err
+			}
+			cp := *t
+			cp.Config = cfg
+			s.Topics[name] = &cp
+		}
 		return s, nil
 	}
 	for name, t := range s.Topics {
@@ -441,8 +455,11 @@ func (c *Cache) ApplyUpdateMetadata(ctx context.Context, req *kmsg.UpdateMetadat
 			}
 			cfg, err := metadata.ReadEntityConfig(ctx, c.store, metadata.ConfigTopics, u.topic)
 			if err != nil {
+				// Unknown (nil), not empty: readers go to the store, and
+				// the next Sync reads it again.
 				errs = append(errs, fmt.Errorf("config of topic %s: %w", u.topic, err))
-				cfg = map[string]string{}
+				cfg = nil
+				defer c.poke()
 			}
 			t = &Topic{Name: u.topic, ID: u.id, Config: cfg}
 		}

@@ -59,6 +59,10 @@ func newContext() *controllerContext {
 
 func (cc *controllerContext) isLive(id int32) bool { _, ok := cc.live[id]; return ok }
 
+// isOnline: live and not shutting down (Kafka's isReplicaOnline): such a
+// broker cannot win an election and is not told new roles.
+func (cc *controllerContext) isOnline(id int32) bool { return cc.isLive(id) && !cc.shuttingDown[id] }
+
 // liveIDs are the live brokers, ascending.
 func (cc *controllerContext) liveIDs() []int32 {
 	out := make([]int32, 0, len(cc.live))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/qk-project/qk/broker/controller/statemachine"
 	"github.com/qk-project/qk/broker/metadata"
 )
 
@@ -184,6 +185,17 @@ func (c *Controller) Rejoin() {
 	}
 }
 
+// resignIfActive ends the term when this broker no longer holds
+// /controller.
+func (c *Controller) resignIfActive(why string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active.Swap(false) || c.cc != nil {
+		c.lg.Warn("resigned as controller: "+why, "controller_epoch", c.epoch.Load())
+		c.onResign()
+	}
+}
+
 // waitRejoin waits for Rejoin after a session expiry; false: stopped.
 func (c *Controller) waitRejoin() bool {
 	c.Resign()
@@ -224,8 +236,24 @@ func (c *Controller) run() {
 			}
 			continue
 		}
-		_, ok, err := c.store.Exists(c.ctx, metadata.ControllerPath)
-		if err == nil && !ok {
+		data, stat, err := c.store.Get(c.ctx, metadata.ControllerPath)
+		ours := false
+		if err == nil {
+			ci, uerr := metadata.UnmarshalController(data)
+			ours = uerr == nil && ci.BrokerID == c.id && stat.EphemeralOwner == c.store.SessionID()
+		}
+		switch {
+		case errors.Is(err, metadata.ErrNoNode):
+			err = c.elect(c.ctx)
+		case err == nil && !ours:
+			// Another broker is controller (an admin deleted /controller
+			// and it won, as Kafka's tools move the controller): resign at
+			// once, as Kafka's maybeResign does, rather than at the first
+			// fenced write.
+			c.resignIfActive("another broker is controller")
+		case err == nil && !c.active.Load():
+			// Ours but not active: a failover that failed could not delete
+			// it. elect recognises it as ours and tries the failover again.
 			err = c.elect(c.ctx)
 		}
 		if err != nil && c.ctx.Err() == nil && !errors.Is(err, metadata.ErrSessionExpired) {
@@ -301,7 +329,10 @@ func (c *Controller) elect(ctx context.Context) error {
 					return c.onElected()
 				}
 			}
-			c.active.Store(false)
+			if c.active.Swap(false) || c.cc != nil {
+				c.lg.Warn("resigned as controller: another broker won the election", "controller_epoch", c.epoch.Load())
+				c.onResign()
+			}
 			return nil
 		case errors.Is(err, metadata.ErrBadVersion):
 			continue // the epoch moved: read it again
@@ -322,8 +353,13 @@ func (c *Controller) onElected() error {
 		c.active.Store(false)
 		c.onResign()
 		c.lg.Error("controller failover failed; resigning", "err", err)
-		if _, stat, gerr := c.store.Get(ctx, metadata.ControllerPath); gerr == nil && stat.EphemeralOwner == c.store.SessionID() {
-			_ = c.store.Delete(ctx, metadata.ControllerPath, stat.Version)
+		// On a context of its own (the failover's may have run out); if
+		// this fails too, the election loop finds /controller ours and
+		// inactive, and tries the failover again.
+		dctx, dcancel := context.WithTimeout(c.ctx, 10*time.Second)
+		defer dcancel()
+		if _, stat, gerr := c.store.Get(dctx, metadata.ControllerPath); gerr == nil && stat.EphemeralOwner == c.store.SessionID() {
+			_ = c.store.Delete(dctx, metadata.ControllerPath, stat.Version)
 		}
 		return err
 	}
@@ -649,16 +685,9 @@ func (c *Controller) DeleteTopic(ctx context.Context, topic string) error {
 		return ErrNotController
 	}
 	cc := c.cc
-	t, ok := cc.topics[topic]
-	if !ok {
+	if _, ok := cc.topics[topic]; !ok {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: topic '%s' does not exist", ErrUnknownTopic, topic)
-	}
-	allLive := true
-	for _, r := range t.assignment {
-		for _, b := range r {
-			allLive = allLive && cc.isLive(b)
-		}
 	}
 	if !cc.toDelete[topic] {
 		if _, err := c.store.Create(ctx, metadata.DeleteTopicPath(topic), nil, 0); err != nil && !errors.Is(err, metadata.ErrNodeExists) {
@@ -668,17 +697,18 @@ func (c *Controller) DeleteTopic(ctx context.Context, topic string) error {
 		c.processTopicDeletion()
 	}
 	c.mu.Unlock()
-	for allLive {
+	// Until the deletion completes, while it can: every replica's broker
+	// live and no replica's deletion failed. Otherwise it waits for them,
+	// and the answer is what Kafka's is: the topic gone from this
+	// broker's metadata.
+	for {
 		c.mu.Lock()
-		active := c.cc != nil
-		still := active && c.cc.topics[topic] != nil
+		pending := c.cc != nil && c.cc.topics[topic] != nil
+		canFinish := pending && c.deletionCanFinish(topic)
 		gone := c.deleted.wait()
 		c.mu.Unlock()
-		if !active {
+		if !pending || !canFinish {
 			break
-		}
-		if !still {
-			return nil
 		}
 		select {
 		case <-gone:
@@ -687,6 +717,20 @@ func (c *Controller) DeleteTopic(ctx context.Context, topic string) error {
 		}
 	}
 	return c.cache.WaitFor(ctx, func(s *Snapshot) bool { _, ok := s.Topics[topic]; return !ok })
+}
+
+// deletionCanFinish: every replica of topic is on a live broker and none
+// failed its deletion.
+func (c *Controller) deletionCanFinish(topic string) bool {
+	cc := c.cc
+	for _, tp := range cc.partitions(topic) {
+		for _, r := range cc.replicas(tp) {
+			if !cc.isLive(r) || cc.sm.Replica(statemachine.PartitionReplica{TopicPartition: tp, Replica: r}) == statemachine.ReplicaDeletionIneligible {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // broadcaster wakes every waiter at once: wait returns a channel closed

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ type node struct {
 	leaderAndIsr []*kmsg.LeaderAndISRRequest
 	stopped      []*kmsg.StopReplicaRequest
 	updates      []*kmsg.UpdateMetadataRequest
+	// noDelete is delete.topic.enable=false.
+	noDelete bool
 	// logEpochs, when set, are the latest leader epochs of this node's
 	// logs by topic: a leadership at or below is refused, as a broker
 	// whose log is ahead of the metadata refuses it.
@@ -70,6 +73,29 @@ func (n *node) handle(ctx context.Context, req kmsg.Request) (kmsg.Response, err
 		return r.ResponseKind(), nil
 	}
 	return nil, fmt.Errorf("unexpected %T", req)
+}
+
+// stateMachineErrors counts the controller's "controller state machine"
+// errors (an illegal transition: a bug the controller logs rather than
+// applies), so that every test fails on one.
+type stateMachineErrors struct {
+	slog.Handler
+	n *atomic.Int64
+}
+
+func (h *stateMachineErrors) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "controller state machine" {
+		h.n.Add(1)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *stateMachineErrors) WithAttrs(as []slog.Attr) slog.Handler {
+	return &stateMachineErrors{Handler: h.Handler.WithAttrs(as), n: h.n}
+}
+
+func (h *stateMachineErrors) WithGroup(g string) slog.Handler {
+	return &stateMachineErrors{Handler: h.Handler.WithGroup(g), n: h.n}
 }
 
 // testNet delivers control requests to the nodes registered in it, in
@@ -168,7 +194,14 @@ func startNodeWith(t *testing.T, st *embedded.Store, id int32, setup func(*node)
 	sess, err := st.NewSession()
 	require.NoError(t, err)
 	require.NoError(t, metadata.EnsureKafkaPaths(ctx, sess))
-	lg := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sm := &stateMachineErrors{n: new(atomic.Int64), Handler: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})}
+	// Registered first, so it runs after the node stopped.
+	t.Cleanup(func() {
+		if n := sm.n.Load(); n > 0 {
+			t.Errorf("broker %d: %d illegal state transitions logged", id, n)
+		}
+	})
+	lg := slog.New(sm)
 	n := &node{id: id, sess: sess, changes: make(chan [2]*Snapshot, 100)}
 	if setup != nil {
 		setup(n)
@@ -190,7 +223,7 @@ func startNodeWith(t *testing.T, st *embedded.Store, id int32, setup func(*node)
 		Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Host: "127.0.0.1", Port: 9092 + id}}})
 	require.NoError(t, err)
 	n.ctrl = New(Config{BrokerID: id, Store: n.sess, Cache: n.cache, Logger: lg, NewChannel: tn.channel, Local: n.handle,
-		Listener: "PLAINTEXT"})
+		Listener: "PLAINTEXT", DeleteTopicEnable: func() bool { return !n.noDelete }})
 	require.NoError(t, n.ctrl.Start(ctx))
 	t.Cleanup(n.stop)
 	// As a broker's start-up does: wait for the controller's metadata.
@@ -506,7 +539,7 @@ func TestControlledShutdownAndTopicsFromOtherTools(t *testing.T) {
 
 	_, stat, err = a.sess.Get(ctx, metadata.BrokerPath(1))
 	require.NoError(t, err)
-	_, err = a.ctrl.ControlledShutdown(ctx, 1, stat.Czxid+1000)
+	_, err = a.ctrl.ControlledShutdown(ctx, 1, stat.Czxid-1)
 	require.ErrorIs(t, err, ErrStaleBrokerEpoch)
 	_, err = b.ctrl.ControlledShutdown(ctx, 1, stat.Czxid)
 	require.ErrorIs(t, err, ErrNotController)
@@ -533,8 +566,17 @@ func TestControlledShutdownAndTopicsFromOtherTools(t *testing.T) {
 			}
 		}
 	}
+	var stopped bool
+	for _, r := range b.stopped {
+		for _, ts := range r.Topics {
+			for _, p := range ts.PartitionStates {
+				stopped = stopped || (ts.Topic == "r2" && p.Partition == 1 && !p.Delete)
+			}
+		}
+	}
 	b.mu.Unlock()
-	require.True(t, told, "broker 1 got LeaderAndIsr with the new leader")
+	require.False(t, told, "a broker shutting down is not given roles (Kafka's isReplicaOnline)")
+	require.True(t, stopped, "its follower replica is stopped, not deleted")
 }
 
 // A broker that dies takes its partitions offline (leader -1, the ISR

@@ -87,7 +87,7 @@ func (c *Controller) watch(path string, kind metadata.WatchKind, ev func()) erro
 		}
 		c.mu.Unlock()
 		if ok && e.Type != metadata.EventNotWatching {
-			c.enqueue(ev)
+			c.enqueueGen(gen, ev)
 		}
 	}()
 	return nil
@@ -131,6 +131,15 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 		c.lg.Error("some topics are unreadable and left out", "err", err)
 	}
 	c.cc = cc
+	if !c.deletionEnabled() && len(cc.toDelete) > 0 {
+		// As Kafka's controller: with delete.topic.enable=false the
+		// requests are dropped, the topics kept.
+		for name := range cc.toDelete {
+			c.lg.Warn("topic deletion asked but delete.topic.enable is false; ignored", "topic", name)
+			_ = c.store.Delete(ctx, metadata.DeleteTopicPath(name), metadata.AnyVersion)
+		}
+		clear(cc.toDelete)
+	}
 	for name := range cc.topics {
 		if err := c.watchTopic(name); err != nil {
 			return err
@@ -180,6 +189,7 @@ func (c *Controller) onResign() {
 		c.ch = nil
 	}
 	c.cc = nil
+	c.deleted.Broadcast() // DeleteTopic waiters look again
 }
 
 // reelectRestartedLeaders gives a new leader epoch to the partitions
@@ -418,12 +428,22 @@ func (c *Controller) tellReplicas(b *requestBatch, tp TP, isNew bool) {
 	cc := c.cc
 	var live []int32
 	for _, r := range cc.replicas(tp) {
-		if cc.isLive(r) {
+		if cc.isOnline(r) {
 			live = append(live, r)
 		}
 	}
 	b.addLeaderAndIsr(live, tp, isNew)
 	b.addUpdateMetadata(cc.liveIDs(), tp)
+}
+
+// processElections is an event of its own: the elections that a failed
+// write left undone.
+func (c *Controller) processElections() {
+	ctx, cancel := c.opCtx()
+	defer cancel()
+	b := newBatch()
+	c.triggerOnlinePartitionStateChange(ctx, b)
+	c.send(b)
 }
 
 // triggerOnlinePartitionStateChange elects leaders for the partitions
@@ -471,7 +491,7 @@ func (c *Controller) electLeaders(ctx context.Context, b *requestBatch, tps []TP
 			allow = c.uncleanAllowed(ctx, tp.Topic)
 			unclean[tp.Topic] = allow
 		}
-		leader, isr, wasUnclean, ok := statemachine.OfflinePartitionLeader(assignment, s.ISR, cc.isLive, allow)
+		leader, isr, wasUnclean, ok := statemachine.OfflinePartitionLeader(assignment, s.ISR, cc.isOnline, allow)
 		if !ok {
 			noLeader = append(noLeader, tp)
 			continue
@@ -603,6 +623,10 @@ func (c *Controller) writeStates(ctx context.Context, writes []stateWrite) []sta
 		default:
 			if !errors.Is(err, ErrFenced) {
 				c.lg.Error("cannot write partition states", "count", len(todo), "err", err)
+				// New and offline partitions stay so: elect them again
+				// once the store answers (a write whose reply was lost is
+				// found by the version check and re-read).
+				c.retryLater("write partition states", err, c.processElections)
 			}
 			return done
 		}

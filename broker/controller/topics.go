@@ -26,10 +26,11 @@ func (c *Controller) processTopicChange() {
 	}
 	cc := c.cc
 	b := newBatch()
-	for name := range cc.topics {
+	for _, name := range sortedKeys(cc.topics) {
 		if !slices.Contains(names, name) {
 			c.lg.Warn("topic removed from the store by another tool", "topic", name)
-			b.addUpdateMetadata(cc.liveIDs(), c.forgetTopic(name)...)
+			c.dropFromBrokers(name)
+			c.forgetTopic(name)
 		}
 	}
 	var created []TP
@@ -61,6 +62,21 @@ func (c *Controller) processTopicChange() {
 	}
 	c.onNewPartitionCreation(ctx, b, created)
 	c.send(b)
+}
+
+// dropFromBrokers tells every broker to drop a topic from its metadata
+// (UpdateMetadata with LeaderDuringDelete), now, while the context still
+// knows its partitions.
+func (c *Controller) dropFromBrokers(name string) {
+	cc := c.cc
+	was := cc.toDelete[name]
+	cc.toDelete[name] = true
+	b := newBatch()
+	b.addUpdateMetadata(cc.liveIDs(), cc.partitions(name)...)
+	c.send(b)
+	if !was {
+		delete(cc.toDelete, name)
+	}
 }
 
 // forgetTopic drops a topic from the context, returning its partitions.
@@ -161,9 +177,13 @@ func (c *Controller) processTopicDeletion() {
 	cc := c.cc
 	b := newBatch()
 	for _, name := range names {
-		if _, ok := cc.topics[name]; !ok || (c.deleteEnabled != nil && !c.deleteEnabled()) {
+		if _, ok := cc.topics[name]; !ok || !c.deletionEnabled() {
 			if ok {
 				c.lg.Warn("topic deletion asked but delete.topic.enable is false; ignored", "topic", name)
+				if cc.toDelete[name] {
+					delete(cc.toDelete, name)
+					b.addUpdateMetadata(cc.liveIDs(), cc.partitions(name)...) // back on the brokers
+				}
 			}
 			_ = c.store.Delete(ctx, metadata.DeleteTopicPath(name), metadata.AnyVersion)
 			continue
@@ -173,7 +193,11 @@ func (c *Controller) processTopicDeletion() {
 			c.lg.Info("deleting topic", "topic", name)
 			// Every broker drops it now (LeaderDuringDelete).
 			b.addUpdateMetadata(cc.liveIDs(), cc.partitions(name)...)
-			for _, tp := range cc.partitions(name) {
+		}
+		// Offline from now on (also when the deletion resumes after a
+		// failover, which loaded it online).
+		for _, tp := range cc.partitions(name) {
+			if cc.sm.Partition(tp) != statemachine.OfflinePartition {
 				c.setPartition(tp, statemachine.OfflinePartition)
 			}
 		}
@@ -186,6 +210,8 @@ func (c *Controller) processTopicDeletion() {
 		}
 	}
 }
+
+func (c *Controller) deletionEnabled() bool { return c.deleteEnabled == nil || c.deleteEnabled() }
 
 // startReplicaDeletion sends StopReplica with delete to the live brokers
 // holding replicas of topic that are not deleted yet.
@@ -225,6 +251,7 @@ func (c *Controller) onReplicasDeleted(id int32, parts map[TP]bool, failed map[T
 		}
 		if failed[tp] {
 			c.setReplica(pr, statemachine.ReplicaDeletionIneligible)
+			c.deleted.Broadcast() // a DeleteTopic waiting for completion stops waiting
 		} else {
 			c.setReplica(pr, statemachine.ReplicaDeletionSuccessful)
 		}
@@ -292,8 +319,19 @@ func (c *Controller) deleteTopicNodes(ctx context.Context, topic string) error {
 			ops = append(ops, metadata.DeleteOp(path, metadata.AnyVersion))
 		}
 	}
-	_, err = c.multi(ctx, ops...)
-	return err
+	// In order, children first, in Multis ZooKeeper accepts (a request
+	// is at most jute.maxbuffer, ~1 MiB: a 10,000-partition topic's
+	// 20,000 deletes are not one request). The topic node and the
+	// deletion request go in the last one, so an interrupted deletion is
+	// resumed from /admin/delete_topics.
+	for len(ops) > 0 {
+		n := min(len(ops), writeBatch)
+		if _, err := c.multi(ctx, ops[:n]...); err != nil {
+			return err
+		}
+		ops = ops[n:]
+	}
+	return nil
 }
 
 // ControlledShutdown moves leadership off a broker that is shutting down
@@ -312,7 +350,7 @@ func (c *Controller) ControlledShutdown(ctx context.Context, id int32, brokerEpo
 	if !ok {
 		return nil, ErrBrokerNotAvailable
 	}
-	if brokerEpoch != -1 && brokerEpoch != lb.epoch {
+	if brokerEpoch != -1 && brokerEpoch < lb.epoch {
 		return nil, ErrStaleBrokerEpoch
 	}
 	cc.shuttingDown[id] = true
