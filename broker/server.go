@@ -433,6 +433,7 @@ func (s *Server) Start() (err error) {
 		return fmt.Errorf("broker: open logs: %w", err)
 	}
 	s.replicas = replica.New(replica.Config{
+		Clock:                  s.now,
 		BrokerID:               cfg.BrokerID,
 		Logs:                   s.logs,
 		Logger:                 s.lg,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/log"
+	"github.com/qk-project/qk/broker/replica/isr"
 )
 
 // Partition is one partition hosted by this broker.
@@ -25,8 +26,13 @@ type Partition struct {
 	config      config.Topic
 
 	// hwMu serialises "read LEO, raise HW" so that concurrent appends
-	// never move the high watermark backwards.
+	// and follower fetches never move the high watermark backwards; it
+	// guards leaderState.
 	hwMu sync.Mutex
+	// leaderState is the replication state while this broker leads (nil
+	// otherwise): each follower's fetch state and the ISR the high
+	// watermark counts (isr.Leader, pure rules).
+	leaderState *isr.Leader
 }
 
 // Topic is the partition's topic.
@@ -97,6 +103,9 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 		return err
 	}
 	if !isLeader {
+		p.hwMu.Lock()
+		p.leaderState = nil
+		p.hwMu.Unlock()
 		if wasLeader || newEpoch {
 			p.m.lg.Warn("following is not implemented yet; partition not served", "topic", p.topic,
 				"partition", p.index, "leader", st.Leader, "leader_epoch", st.LeaderEpoch)
@@ -108,6 +117,18 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 			return err
 		}
 	}
+	p.hwMu.Lock()
+	if newEpoch || !wasLeader || p.leaderState == nil {
+		// A new leadership: followers start over (their offsets are
+		// unknown until they fetch in this epoch).
+		p.leaderState = isr.NewLeader(isr.State{ID: p.m.cfg.BrokerID, Epoch: st.LeaderEpoch, Replicas: st.Replicas,
+			ISR: st.ISR, LEO: p.log.LogEndOffset(), HW: p.log.HighWatermark()}, p.m.now().UnixMilli())
+	} else {
+		// The same leadership with a new ISR (the controller's answer to a
+		// change, or another's): committed.
+		p.leaderState.Commit(st.ISR)
+	}
+	p.hwMu.Unlock()
 	if newEpoch || !wasLeader {
 		p.m.lg.Info("became leader", "topic", p.topic, "partition", p.index, "leader_epoch", st.LeaderEpoch,
 			"isr", st.ISR, "offset", p.log.LogEndOffset())
@@ -182,26 +203,78 @@ func (p *Partition) appendAsLeader(batch []byte, requiredAcks int16, flushed fun
 	return info, pending, nil
 }
 
-// maybeIncrementHighWatermark raises the high watermark to the smallest
-// log end offset of the ISR. Until followers report their offsets, only
-// an ISR of the leader alone lets it move: HW = LEO.
+// maybeIncrementHighWatermark tells the leader state the log's end offset
+// and raises the log's high watermark to what the state allows: the
+// smallest log end offset in the ISR (the leader's own when it is alone).
 func (p *Partition) maybeIncrementHighWatermark() {
-	p.mu.RLock()
-	alone := p.leader == p.m.cfg.BrokerID && len(p.isr) == 1 && p.isr[0] == p.m.cfg.BrokerID
-	p.mu.RUnlock()
-	if !alone {
+	p.hwMu.Lock()
+	if p.leaderState == nil {
+		p.hwMu.Unlock()
 		return
 	}
-	p.hwMu.Lock()
-	old := p.log.HighWatermark()
-	hw := max(old, p.log.LogEndOffset())
-	if hw != old {
-		hw = p.log.SetHighWatermark(hw)
-	}
+	p.leaderState.Appended(p.log.LogEndOffset())
+	advanced := p.applyHighWatermarkLocked()
 	p.hwMu.Unlock()
-	if hw > old {
+	if advanced {
 		p.m.cfg.OnHighWatermark(p.topic, p.index)
 	}
+}
+
+// applyHighWatermarkLocked moves the log's high watermark up to the
+// leader state's; hwMu is held.
+func (p *Partition) applyHighWatermarkLocked() bool {
+	old := p.log.HighWatermark()
+	if hw := p.leaderState.HW(); hw > old {
+		return p.log.SetHighWatermark(hw) > old
+	}
+	return false
+}
+
+// FollowerFetch records a fetch from follower replica at fetchOffset (its
+// log end offset) on the leader: its fetch state, and the high watermark
+// it lets advance (Kafka's updateFollowerFetchState). The caller reads
+// the records after it, up to the log end (ReadForFollower).
+func (p *Partition) FollowerFetch(replica int32, fetchOffset int64) error {
+	p.mu.RLock()
+	err := p.checkLeaderLocked(-1)
+	p.mu.RUnlock()
+	if err != nil {
+		return err
+	}
+	p.hwMu.Lock()
+	if p.leaderState == nil {
+		p.hwMu.Unlock()
+		return ErrNotLeaderOrFollower
+	}
+	p.leaderState.Appended(p.log.LogEndOffset())
+	if _, err := p.leaderState.FollowerFetched(replica, fetchOffset, p.m.now().UnixMilli()); err != nil {
+		p.hwMu.Unlock()
+		return fmt.Errorf("%w: %v", ErrNotLeaderOrFollower, err)
+	}
+	advanced := p.applyHighWatermarkLocked()
+	p.hwMu.Unlock()
+	if advanced {
+		p.m.cfg.OnHighWatermark(p.topic, p.index)
+	}
+	return nil
+}
+
+// ReadForFollower reads from offset for a follower: up to the log end,
+// not the high watermark (a follower replicates what is not committed
+// yet). The caller releases the region as for ReadForConsumer.
+func (p *Partition) ReadForFollower(offset int64, maxBytes int32) (log.ReadInfo, error) {
+	return p.log.ReadRetained(offset, maxBytes, p.log.LogEndOffset())
+}
+
+// FollowerState is the leader's view of follower replica (false when this
+// broker does not lead or replica is not a follower).
+func (p *Partition) FollowerState(replica int32) (isr.Follower, bool) {
+	p.hwMu.Lock()
+	defer p.hwMu.Unlock()
+	if p.leaderState == nil {
+		return isr.Follower{}, false
+	}
+	return p.leaderState.Follower(replica)
 }
 
 // HighWatermark is the offset below which records are committed.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/log"
@@ -90,6 +91,9 @@ type Config struct {
 	// OnHighWatermark is called, without locks held, after a partition's
 	// high watermark advanced (delayed fetches wait on it).
 	OnHighWatermark func(topic string, partition int32)
+	// Clock is the wall clock of the followers' fetch times (nil:
+	// time.Now).
+	Clock func() time.Time
 }
 
 // Manager is the set of partitions this broker hosts.
@@ -117,6 +121,9 @@ func New(cfg Config) *Manager {
 	if cfg.OnHighWatermark == nil {
 		cfg.OnHighWatermark = func(string, int32) {}
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
 	return &Manager{
 		cfg:        cfg,
 		lg:         cfg.Logger.With("component", "replica"),
@@ -124,6 +131,8 @@ func New(cfg Config) *Manager {
 		offline:    map[log.TopicPartition]error{},
 	}
 }
+
+func (m *Manager) now() time.Time { return m.cfg.Clock() }
 
 // BrokerID is the id of this broker.
 func (m *Manager) BrokerID() int32 { return m.cfg.BrokerID }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -175,4 +176,62 @@ func TestLogConfig(t *testing.T) {
 	require.Equal(t, "delete", c.CleanupPolicy)
 	tc.CleanupPolicy = config.CleanupPolicy{Compact: true, Delete: true}
 	require.Equal(t, "compact,delete", LogConfig(tc).CleanupPolicy)
+}
+
+// A leader with a follower in its ISR commits only what the follower has
+// fetched: appends leave the high watermark where it is, the follower's
+// fetches raise it (waking delayed fetches), the follower reads past it,
+// and only assigned replicas may fetch as followers. A new ISR of the
+// same leader epoch is committed; the follower that left no longer holds
+// the high watermark.
+func TestLeaderWithFollower(t *testing.T) {
+	dir := t.TempDir()
+	var hwCalls atomic.Int64
+	m := newManager(t, dir, func(string, int32) { hwCalls.Add(1) })
+	st := leaderState(t, "r", 0, 3)
+	st.Replicas, st.ISR = []int32{1, 2}, []int32{1, 2}
+	require.Empty(t, m.ApplyLeaderAndISR([]PartitionState{st}))
+	p, err := m.Partition("r", 0)
+	require.NoError(t, err)
+
+	_, err = p.AppendAsLeader(batch(t, 4), -1)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), p.HighWatermark(), "the follower has nothing yet")
+	require.Zero(t, hwCalls.Load())
+
+	ri, err := p.ReadForFollower(0, 1<<20)
+	require.NoError(t, err)
+	require.Positive(t, ri.Region.Length, "a follower reads above the high watermark")
+	ri.Region.Release()
+	ci, err := p.ReadForConsumer(0, 1<<20, false)
+	require.NoError(t, err)
+	require.Zero(t, ci.Region.Length, "a consumer does not")
+	ci.Region.Release()
+
+	require.NoError(t, p.FollowerFetch(2, 2))
+	require.Equal(t, int64(2), p.HighWatermark())
+	require.NoError(t, p.FollowerFetch(2, 4))
+	require.Equal(t, int64(4), p.HighWatermark())
+	require.Equal(t, int64(2), hwCalls.Load(), "each advance wakes the waiters")
+	f, ok := p.FollowerState(2)
+	require.True(t, ok)
+	require.Equal(t, int64(4), f.LEO)
+
+	require.ErrorIs(t, p.FollowerFetch(3, 0), ErrNotLeaderOrFollower, "not a replica")
+
+	_, err = p.AppendAsLeader(batch(t, 2), -1)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), p.HighWatermark())
+	// The ISR shrinks to the leader (same epoch, new partition epoch):
+	// the high watermark reaches the leader's end.
+	st.ISR = []int32{1}
+	require.Empty(t, m.ApplyLeaderAndISR([]PartitionState{st}))
+	require.Equal(t, int64(6), p.HighWatermark())
+
+	// As a follower, no leader state: fetches from others are refused.
+	st.Leader, st.LeaderEpoch = 2, 4
+	require.Empty(t, m.ApplyLeaderAndISR([]PartitionState{st}))
+	require.ErrorIs(t, p.FollowerFetch(2, 6), ErrNotLeaderOrFollower)
+	_, ok = p.FollowerState(2)
+	require.False(t, ok)
 }
