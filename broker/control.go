@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,6 +39,8 @@ func (s *Server) handleControl(ctx context.Context, req kmsg.Request) (kmsg.Resp
 		return s.stopReplica(r), nil
 	case *kmsg.ControlledShutdownRequest:
 		return s.controlledShutdownRequest(ctx, r), nil
+	case *kmsg.AlterPartitionRequest:
+		return s.alterPartitionRequest(ctx, r), nil
 	}
 	return nil, fmt.Errorf("broker: %s is not a control request", kmsg.NameForKey(req.Key()))
 }
@@ -92,6 +96,10 @@ func (s *Server) leaderAndIsr(ctx context.Context, req *kmsg.LeaderAndISRRequest
 	defer s.controlMu.Unlock()
 	id := s.static.BrokerID
 	defaults := s.cfg.Load().TopicDefaults()
+	leaders := map[int32]string{}
+	for _, l := range req.LiveLeaders {
+		leaders[l.BrokerID] = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+	}
 	snap := s.cache.Snapshot()
 	configs := map[string]config.Topic{}
 	var states []replica.PartitionState
@@ -109,7 +117,8 @@ func (s *Server) leaderAndIsr(ctx context.Context, req *kmsg.LeaderAndISRRequest
 		tp := log.TopicPartition{Topic: pt.topic, Partition: pt.p.Partition}
 		index[tp] = i
 		states = append(states, replica.PartitionState{Topic: pt.topic, TopicID: pt.id, Partition: pt.p.Partition,
-			Leader: pt.p.Leader, LeaderEpoch: pt.p.LeaderEpoch, ISR: pt.p.ISR, Replicas: pt.p.Replicas, Config: tc})
+			Leader: pt.p.Leader, LeaderEpoch: pt.p.LeaderEpoch, ISR: pt.p.ISR, Replicas: pt.p.Replicas, Config: tc,
+			LeaderAddr: leaders[pt.p.Leader], PartitionEpoch: pt.p.ZKVersion})
 		s.hosted[tp] = pt.id
 	}
 	errs := s.replicas.ApplyLeaderAndISR(states)
@@ -284,6 +293,64 @@ func (s *Server) controlledShutdownRequest(ctx context.Context, req *kmsg.Contro
 		p := kmsg.NewControlledShutdownResponsePartitionsRemaining()
 		p.Topic, p.Partition = tp.Topic, tp.Partition
 		resp.PartitionsRemaining = append(resp.PartitionsRemaining, p)
+	}
+	return resp
+}
+
+// alterPartitionRequest serves a leader's AlterPartition on the
+// controller.
+func (s *Server) alterPartitionRequest(ctx context.Context, req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	var changes []controller.ISRChange
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			ch := controller.ISRChange{TP: controller.TP{Topic: t.Topic, Partition: p.Partition}, LeaderEpoch: p.LeaderEpoch,
+				PartitionEpoch: p.PartitionEpoch, NewISR: p.NewISR}
+			if req.Version >= 2 {
+				ch.TopicID = t.TopicID
+			}
+			if req.Version >= 3 {
+				ch.NewISR = nil
+				for _, e := range p.NewEpochISR {
+					ch.NewISR = append(ch.NewISR, e.BrokerID)
+				}
+			}
+			changes = append(changes, ch)
+		}
+	}
+	results, err := s.ctrl.AlterPartition(ctx, req.BrokerID, req.BrokerEpoch, changes)
+	switch {
+	case errors.Is(err, controller.ErrNotController):
+		resp.ErrorCode = kerr.NotController.Code
+		return resp
+	case errors.Is(err, controller.ErrStaleBrokerEpoch):
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return resp
+	case err != nil:
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		return resp
+	}
+	i := 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewAlterPartitionResponseTopic()
+		rt.Topic, rt.TopidID = t.Topic, t.TopicID
+		for range t.Partitions {
+			r := results[i]
+			i++
+			rp := kmsg.NewAlterPartitionResponseTopicPartition()
+			rp.Partition = r.TP.Partition
+			if r.Err != nil {
+				var ke *kerr.Error
+				if errors.As(r.Err, &ke) {
+					rp.ErrorCode = ke.Code
+				} else {
+					rp.ErrorCode = kerr.UnknownServerError.Code
+				}
+			}
+			rp.LeaderID, rp.LeaderEpoch, rp.ISR, rp.PartitionEpoch = r.State.Leader, r.State.LeaderEpoch, r.State.ISR, r.State.PartitionEpoch
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp
 }

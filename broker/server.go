@@ -32,6 +32,7 @@ import (
 	"github.com/qk-project/qk/broker/network"
 	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/replica/fetcher"
 	"github.com/qk-project/qk/broker/vfs"
 )
 
@@ -84,6 +85,8 @@ type Server struct {
 	logs         *log.Manager
 	replicas     *replica.Manager
 	cache        *controller.Cache
+	fetchers     *fetcher.Manager
+	toCtrl       toController
 	ctrl         *controller.Controller
 	api          *api.Handler
 	fetches      *purgatory.Purgatory[purgatory.Key]
@@ -432,7 +435,24 @@ func (s *Server) Start() (err error) {
 	if err != nil {
 		return fmt.Errorf("broker: open logs: %w", err)
 	}
+	s.fetchers = fetcher.New(fetcher.Config{
+		BrokerID:          cfg.BrokerID,
+		NumFetchers:       cfg.NumReplicaFetchers,
+		MaxWait:           time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
+		MinBytes:          int32(cfg.ReplicaFetchMinBytes),
+		MaxBytes:          int32(cfg.ReplicaFetchResponseMaxBytes),
+		PartitionMaxBytes: int32(cfg.ReplicaFetchMaxBytes),
+		Backoff:           time.Duration(cfg.ReplicaFetchBackoffMs) * time.Millisecond,
+		NewSender: func() fetcher.Sender {
+			return channel.New(channel.Config{ControllerID: cfg.BrokerID, Logger: s.lg,
+				RequestTimeout: time.Duration(cfg.ReplicaSocketTimeoutMs) * time.Millisecond})
+		},
+		Logger: s.lg,
+	})
 	s.replicas = replica.New(replica.Config{
+		Fetchers:               s.fetchers,
+		AlterISR:               s.alterISR,
+		ReplicaLagTimeMaxMs:    cfg.ReplicaLagTimeMaxMs,
 		Clock:                  s.now,
 		BrokerID:               cfg.BrokerID,
 		Logs:                   s.logs,
@@ -768,6 +788,13 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	}
 	s.ready.Store(false)
+	if s.fetchers != nil {
+		s.fetchers.Close()
+	}
+	if s.replicas != nil {
+		s.replicas.Close()
+	}
+	s.toCtrl.close()
 	if s.ctrl != nil {
 		s.ctrl.Close()
 	}

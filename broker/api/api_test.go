@@ -196,7 +196,7 @@ func TestApiTable(t *testing.T) {
 			control++
 		}
 	}
-	require.Equal(t, 4, control, "LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown")
+	require.Equal(t, 5, control, "LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterPartition")
 	require.Len(t, keys, len(apis)-control, "inter-broker APIs are not advertised")
 	for _, k := range keys {
 		a := byKey[k.ApiKey]

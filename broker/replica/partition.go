@@ -23,7 +23,10 @@ type Partition struct {
 	leaderEpoch int32
 	replicas    []int32
 	isr         []int32
-	config      config.Topic
+	// partitionEpoch is the version of the partition's state node (the
+	// LeaderAndIsr's zkVersion): an ISR change is asked against it.
+	partitionEpoch int32
+	config         config.Topic
 
 	// hwMu serialises "read LEO, raise HW" so that concurrent appends
 	// and follower fetches never move the high watermark backwards; it
@@ -95,6 +98,7 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 	p.leaderEpoch = st.LeaderEpoch
 	p.replicas = slices.Clone(st.Replicas)
 	p.isr = slices.Clone(st.ISR)
+	p.partitionEpoch = st.PartitionEpoch
 	p.config = st.Config
 	isLeader := p.leader == p.m.cfg.BrokerID
 	p.mu.Unlock()
@@ -107,8 +111,8 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 		p.leaderState = nil
 		p.hwMu.Unlock()
 		if wasLeader || newEpoch {
-			p.m.lg.Warn("following is not implemented yet; partition not served", "topic", p.topic,
-				"partition", p.index, "leader", st.Leader, "leader_epoch", st.LeaderEpoch)
+			p.m.lg.Info("became follower", "topic", p.topic, "partition", p.index, "leader", st.Leader,
+				"leader_epoch", st.LeaderEpoch, "offset", p.log.LogEndOffset())
 		}
 		return nil
 	}
@@ -237,6 +241,7 @@ func (p *Partition) applyHighWatermarkLocked() bool {
 func (p *Partition) FollowerFetch(replica int32, fetchOffset int64) error {
 	p.mu.RLock()
 	err := p.checkLeaderLocked(-1)
+	leaderEpoch, partitionEpoch, cur := p.leaderEpoch, p.partitionEpoch, p.isr
 	p.mu.RUnlock()
 	if err != nil {
 		return err
@@ -252,9 +257,15 @@ func (p *Partition) FollowerFetch(replica int32, fetchOffset int64) error {
 		return fmt.Errorf("%w: %v", ErrNotLeaderOrFollower, err)
 	}
 	advanced := p.applyHighWatermarkLocked()
+	next, expand := p.maybeExpandISRLocked(leaderEpoch, partitionEpoch, cur)
 	p.hwMu.Unlock()
 	if advanced {
 		p.m.cfg.OnHighWatermark(p.topic, p.index)
+	}
+	if expand {
+		p.m.lg.Info("expanding ISR", "topic", p.topic, "partition", p.index, "isr", cur, "new_isr", next,
+			"follower", replica, "follower_leo", fetchOffset)
+		p.sendISRUpdate(next, leaderEpoch, partitionEpoch)
 	}
 	return nil
 }

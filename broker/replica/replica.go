@@ -16,6 +16,7 @@ import (
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/log/checkpoint"
 	"github.com/qk-project/qk/broker/record"
+	"github.com/qk-project/qk/broker/replica/fetcher"
 	"github.com/qk-project/qk/broker/vfs"
 )
 
@@ -77,6 +78,12 @@ type PartitionState struct {
 	Replicas    []int32
 	// Config is the topic's effective configuration.
 	Config config.Topic
+	// LeaderAddr is the leader's host:port on the inter-broker listener
+	// (LeaderAndIsr's live leaders), where a follower fetches from.
+	LeaderAddr string
+	// PartitionEpoch is the state node's version (LeaderAndIsr's
+	// zkVersion).
+	PartitionEpoch int32
 }
 
 // Config wires a Manager.
@@ -94,6 +101,15 @@ type Config struct {
 	// Clock is the wall clock of the followers' fetch times (nil:
 	// time.Now).
 	Clock func() time.Time
+	// Fetchers copies the leaders' records to the partitions this broker
+	// follows (nil: following fetches nothing).
+	Fetchers *fetcher.Manager
+	// AlterISR asks the controller for an ISR change of a partition this
+	// broker leads, and calls done with its answer (nil: the ISR never
+	// changes here).
+	AlterISR func(u ISRUpdate, done func(ISRUpdateResult))
+	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms (0: 30000).
+	ReplicaLagTimeMaxMs int64
 }
 
 // Manager is the set of partitions this broker hosts.
@@ -108,6 +124,10 @@ type Manager struct {
 	// Metadata for 10,000 partitions looks nothing up in the common case.
 	offline    map[log.TopicPartition]error
 	hasOffline atomic.Bool
+
+	stop     chan struct{} // closed by Close: ends the ISR checks
+	stopOnce sync.Once
+	loops    sync.WaitGroup
 }
 
 // New returns an empty Manager.
@@ -124,12 +144,26 @@ func New(cfg Config) *Manager {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &Manager{
+	if cfg.ReplicaLagTimeMaxMs <= 0 {
+		cfg.ReplicaLagTimeMaxMs = 30000
+	}
+	m := &Manager{
 		cfg:        cfg,
 		lg:         cfg.Logger.With("component", "replica"),
 		partitions: map[log.TopicPartition]*Partition{},
 		offline:    map[log.TopicPartition]error{},
+		stop:       make(chan struct{}),
 	}
+	if cfg.AlterISR != nil {
+		m.loops.Go(m.isrLoop)
+	}
+	return m
+}
+
+// Close stops the ISR checks.
+func (m *Manager) Close() {
+	m.stopOnce.Do(func() { close(m.stop) })
+	m.loops.Wait()
 }
 
 func (m *Manager) now() time.Time { return m.cfg.Clock() }
@@ -250,6 +284,15 @@ func (m *Manager) ApplyLeaderAndISR(states []PartitionState) map[log.TopicPartit
 		if err == nil {
 			err = p.makeLeaderOrFollower(st)
 		}
+		if err == nil && m.cfg.Fetchers != nil {
+			ftp := fetcher.TP{Topic: st.Topic, Partition: st.Partition}
+			switch {
+			case st.Leader == m.cfg.BrokerID || st.Leader < 0 || st.LeaderAddr == "":
+				m.cfg.Fetchers.Remove(ftp)
+			default:
+				m.cfg.Fetchers.Add(fetcher.Leader{ID: st.Leader, Addr: st.LeaderAddr}, ftp, st.TopicID, p)
+			}
+		}
 		if err != nil {
 			m.lg.Debug("cannot apply partition state", "topic", st.Topic, "partition", st.Partition,
 				"leader_epoch", st.LeaderEpoch, "err", err)
@@ -300,6 +343,9 @@ func (m *Manager) SetTopicConfig(topic string, cfg config.Topic) error {
 // disk and is only forgotten until the next ApplyLeaderAndISR.
 func (m *Manager) StopReplica(topic string, partition int32, deleteLog bool) error {
 	tp := log.TopicPartition{Topic: topic, Partition: partition}
+	if m.cfg.Fetchers != nil {
+		m.cfg.Fetchers.Remove(fetcher.TP{Topic: topic, Partition: partition})
+	}
 	m.mu.Lock()
 	_, ok := m.partitions[tp]
 	delete(m.partitions, tp)
