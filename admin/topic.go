@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -204,6 +206,28 @@ func (d TopicDescriptions) Text(w *tabwriter.Writer) {
 	}
 }
 
+// PartitionList is the view of `qk topic describe` with a partition
+// filter. As kafka-topics.sh prints only the partition lines then, its text
+// is one table of the matching partitions, each row naming its topic, and
+// nothing at all when none match (so empty output means healthy); json and
+// yaml are TopicDescriptions', keeping only the matching partitions and the
+// topics that have some.
+type PartitionList TopicDescriptions
+
+// Text implements View.
+func (l PartitionList) Text(w *tabwriter.Writer) {
+	header := false
+	for _, t := range l {
+		for _, p := range t.Partitions {
+			if !header {
+				row(w, "TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "LOG-START-OFFSET", "HIGH-WATERMARK")
+				header = true
+			}
+			row(w, t.Name, p.Partition, p.Leader, p.LeaderEpoch, ints(p.Replicas), ints(p.ISR), ints(p.OfflineReplicas), p.LogStartOffset, p.HighWatermark)
+		}
+	}
+}
+
 func configViews(cs []kadm.Config, all bool) []ConfigView {
 	out := []ConfigView{}
 	for _, c := range cs {
@@ -224,21 +248,95 @@ func configViews(cs []kadm.Config, all bool) []ConfigView {
 	return out
 }
 
+// DescribeFilter selects what `qk topic describe` shows, as the report
+// options of kafka-topics.sh --describe. The partition filters add up: a
+// partition is shown if it matches any of them.
+type DescribeFilter struct {
+	UnderReplicated bool // ISR smaller than the replica set
+	UnderMinISR     bool // no leader, or ISR smaller than min.insync.replicas
+	AtMinISR        bool // ISR size equal to min.insync.replicas
+	Unavailable     bool // no leader, or a leader that is not a live broker
+	ExcludeInternal bool // leave out internal topics
+}
+
+// Partitions reports whether a partition filter is set: then only the
+// matching partitions are described, and topics without one not at all.
+func (f DescribeFilter) Partitions() bool {
+	return f.UnderReplicated || f.UnderMinISR || f.AtMinISR || f.Unavailable
+}
+
+// Any reports whether any filter is set; with one, describe may be given
+// no topic names and describes every topic.
+func (f DescribeFilter) Any() bool { return f.Partitions() || f.ExcludeInternal }
+
+// Match reports whether partition p passes the partition filters (every
+// partition does when none is set). minISR is the topic's effective
+// min.insync.replicas, -1 if unknown (then only a partition without a
+// leader is under it and none is at it); live holds the brokers in
+// Metadata. These are kafka-topics.sh's tests (PartitionDescription):
+// replication factor minus ISR size > 0, no leader or ISR size < minISR,
+// ISR size == minISR, no leader or a leader not live. Kafka does not count
+// replicas being added by a reassignment in the replication factor; qk
+// has no reassignments and does not look them up.
+func (f DescribeFilter) Match(p PartitionView, minISR int, live map[int32]bool) bool {
+	if !f.Partitions() {
+		return true
+	}
+	hasLeader := p.Leader >= 0
+	isr := len(p.ISR)
+	switch {
+	case f.UnderReplicated && isr < len(p.Replicas):
+	case f.UnderMinISR && (!hasLeader || minISR >= 0 && isr < minISR):
+	case f.AtMinISR && minISR >= 0 && isr == minISR:
+	case f.Unavailable && (!hasLeader || !live[p.Leader]):
+	default:
+		return false
+	}
+	return true
+}
+
+// internalTopics are Kafka's internal topics (Topic.isInternal), left out by
+// --exclude-internal also where a broker does not flag them internal.
+var internalTopics = map[string]bool{
+	"__consumer_offsets":  true,
+	"__transaction_state": true,
+	"__share_group_state": true,
+}
+
+// minInsyncReplicas is the effective min.insync.replicas among a topic's
+// configs, -1 if it is missing or not a number.
+func minInsyncReplicas(cs []ConfigView) int {
+	for _, c := range cs {
+		if c.Name == "min.insync.replicas" {
+			if n, err := strconv.Atoi(c.Value); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}
+
 // DescribeTopics describes topics: all their configs with sources, and per
-// partition its leadership, replicas and offsets.
-func (c *Client) DescribeTopics(ctx context.Context, topics ...string) (TopicDescriptions, error) {
-	td, err := c.Client.ListTopicsWithInternal(ctx, topics...)
+// partition its leadership, replicas and offsets. With no names it
+// describes every topic, internal ones too unless f.ExcludeInternal. With a
+// partition filter only the matching partitions are kept, and only the
+// topics that have some.
+func (c *Client) DescribeTopics(ctx context.Context, f DescribeFilter, topics ...string) (TopicDescriptions, error) {
+	md, err := c.Client.Metadata(ctx, topics...)
 	if err != nil {
 		return nil, fmt.Errorf("describe topics: %w", err)
 	}
-	for _, t := range topics {
-		d, ok := td[t]
-		if !ok {
-			return nil, fmt.Errorf("describe topic %s: %w", t, kerr.UnknownTopicOrPartition)
-		}
-		if d.Err != nil {
-			return nil, fmt.Errorf("describe topic %s: %w", t, d.Err)
-		}
+	topics, err = selectTopics(md.Topics, topics, f.ExcludeInternal)
+	if err != nil {
+		return nil, err
+	}
+	out := TopicDescriptions{}
+	if len(topics) == 0 {
+		return out, nil
+	}
+	live := make(map[int32]bool, len(md.Brokers))
+	for _, b := range md.Brokers {
+		live[b.NodeID] = true
 	}
 	rc, err := c.Client.DescribeTopicConfigs(ctx, topics...)
 	if err != nil {
@@ -256,35 +354,78 @@ func (c *Client) DescribeTopics(ctx context.Context, topics ...string) (TopicDes
 	if err != nil && !errors.As(err, &shard) {
 		return nil, fmt.Errorf("list end offsets: %w", err)
 	}
-	var out TopicDescriptions
 	for _, t := range topics {
-		d := td[t]
-		v := TopicView{Name: t, ID: TopicID(d.ID), Internal: d.IsInternal, Configs: []ConfigView{}}
+		configs := []ConfigView{}
 		for _, r := range rc {
 			if r.Name == t {
 				if r.Err != nil {
 					return nil, fmt.Errorf("describe topic %s configs: %w", t, r.Err)
 				}
-				v.Configs = configViews(r.Configs, true)
+				configs = configViews(r.Configs, true)
 			}
 		}
-		for _, p := range d.Partitions.Sorted() {
-			pv := PartitionView{
-				Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
-				Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), OfflineReplicas: nonNil(p.OfflineReplicas),
-				LogStartOffset: -1, HighWatermark: -1,
-			}
-			if o, ok := starts.Lookup(t, p.Partition); ok && o.Err == nil {
-				pv.LogStartOffset = o.Offset
-			}
-			if o, ok := ends.Lookup(t, p.Partition); ok && o.Err == nil {
-				pv.HighWatermark = o.Offset
-			}
-			v.Partitions = append(v.Partitions, pv)
+		if v, ok := describeTopic(md.Topics[t], configs, f, live, starts, ends); ok {
+			out = append(out, v)
 		}
-		out = append(out, v)
 	}
 	return out, nil
+}
+
+// selectTopics checks that every named topic is in td and gives the names
+// to describe: those, or with none every topic in td in name order, less
+// the internal ones if excludeInternal (as kafka-topics.sh, also when
+// named).
+func selectTopics(td kadm.TopicDetails, names []string, excludeInternal bool) ([]string, error) {
+	for _, t := range names {
+		d, ok := td[t]
+		if !ok {
+			return nil, fmt.Errorf("describe topic %s: %w", t, kerr.UnknownTopicOrPartition)
+		}
+		if d.Err != nil {
+			return nil, fmt.Errorf("describe topic %s: %w", t, d.Err)
+		}
+	}
+	if len(names) == 0 {
+		for _, d := range td.Sorted() {
+			if d.Err != nil {
+				return nil, fmt.Errorf("describe topic %s: %w", d.Topic, d.Err)
+			}
+			names = append(names, d.Topic)
+		}
+	}
+	if excludeInternal {
+		names = slices.DeleteFunc(slices.Clone(names), func(t string) bool {
+			return td[t].IsInternal || internalTopics[t]
+		})
+	}
+	return names, nil
+}
+
+// describeTopic is the view of topic d with its configs and offsets,
+// keeping the partitions f matches (live: the brokers in Metadata). ok is
+// false when a partition filter is set and no partition matches: the topic
+// is left out.
+func describeTopic(d kadm.TopicDetail, configs []ConfigView, f DescribeFilter, live map[int32]bool, starts, ends kadm.ListedOffsets) (v TopicView, ok bool) {
+	v = TopicView{Name: d.Topic, ID: TopicID(d.ID), Internal: d.IsInternal, Configs: configs, Partitions: []PartitionView{}}
+	minISR := minInsyncReplicas(configs)
+	for _, p := range d.Partitions.Sorted() {
+		pv := PartitionView{
+			Partition: p.Partition, Leader: p.Leader, LeaderEpoch: p.LeaderEpoch,
+			Replicas: nonNil(p.Replicas), ISR: nonNil(p.ISR), OfflineReplicas: nonNil(p.OfflineReplicas),
+			LogStartOffset: -1, HighWatermark: -1,
+		}
+		if !f.Match(pv, minISR, live) {
+			continue
+		}
+		if o, ok := starts.Lookup(d.Topic, p.Partition); ok && o.Err == nil {
+			pv.LogStartOffset = o.Offset
+		}
+		if o, ok := ends.Lookup(d.Topic, p.Partition); ok && o.Err == nil {
+			pv.HighWatermark = o.Offset
+		}
+		v.Partitions = append(v.Partitions, pv)
+	}
+	return v, !f.Partitions() || len(v.Partitions) > 0
 }
 
 func nonNil(is []int32) []int32 {

@@ -81,21 +81,55 @@ func newTopicListCmd(p *adminParams) *cobra.Command {
 }
 
 func newTopicDescribeCmd(p *adminParams) *cobra.Command {
-	return &cobra.Command{
-		Use:               "describe NAME...",
+	var f admin.DescribeFilter
+	cmd := &cobra.Command{
+		Use:               "describe [NAME...]",
 		ValidArgsFunction: p.completeTopics,
 		Short:             "Describe topics: configs with their source and partitions with leaders, ISR and offsets",
-		Args:              cobra.MinimumNArgs(1),
+		Long: `Describe topics: their configs with the source of each value, and per partition
+its leader, leader epoch, replicas, ISR, offline replicas and offsets.
+
+The health filters are kafka-topics.sh --describe's. With one or more of
+--under-replicated-partitions, --under-min-isr-partitions, --at-min-isr-partitions
+and --unavailable-partitions only the partitions matching any of them are shown:
+in text one table of partitions with their topic (no topic summary, as Kafka
+prints only the partition lines), and nothing when none match; in json and yaml
+the topics with only those partitions, leaving out topics with none.
+min.insync.replicas is each topic's effective value from DescribeConfigs; live
+brokers are those in Metadata.
+
+Names are needed unless a filter or --exclude-internal is given: then every
+topic is described.`,
+		Example: `  qk topic describe orders payments
+  qk topic describe --under-replicated-partitions
+  qk topic describe --unavailable-partitions --under-min-isr-partitions --exclude-internal
+  qk topic describe orders --at-min-isr-partitions --format json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !f.Any() {
+				return errors.New("no topic names: give some, or a filter such as --under-replicated-partitions or --exclude-internal to describe every topic")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return p.run(cmd, func(ctx context.Context, c *admin.Client) (admin.View, error) {
-				d, err := c.DescribeTopics(ctx, args...)
+				d, err := c.DescribeTopics(ctx, f, args...)
 				if err != nil {
 					return nil, err
+				}
+				if f.Partitions() {
+					return admin.PartitionList(d), nil
 				}
 				return d, nil
 			})
 		},
 	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.UnderReplicated, "under-replicated-partitions", false, "only partitions whose ISR is smaller than their replica set")
+	fl.BoolVar(&f.UnderMinISR, "under-min-isr-partitions", false, "only partitions without a leader or whose ISR is smaller than min.insync.replicas")
+	fl.BoolVar(&f.AtMinISR, "at-min-isr-partitions", false, "only partitions whose ISR size equals min.insync.replicas")
+	fl.BoolVar(&f.Unavailable, "unavailable-partitions", false, "only partitions without a leader or whose leader is not a live broker")
+	fl.BoolVar(&f.ExcludeInternal, "exclude-internal", false, "leave out internal topics (__consumer_offsets, __transaction_state)")
+	return cmd
 }
 
 func newTopicDeleteCmd(p *adminParams) *cobra.Command {
