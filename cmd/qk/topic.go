@@ -98,18 +98,12 @@ the topics with only those partitions, leaving out topics with none.
 min.insync.replicas is each topic's effective value from DescribeConfigs; live
 brokers are those in Metadata.
 
-Names are needed unless a filter or --exclude-internal is given: then every
-topic is described.`,
+Without names every topic is described, as kafka-topics.sh --describe
+without --topic.`,
 		Example: `  qk topic describe orders payments
   qk topic describe --under-replicated-partitions
   qk topic describe --unavailable-partitions --under-min-isr-partitions --exclude-internal
   qk topic describe orders --at-min-isr-partitions --format json`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 && !f.Any() {
-				return errors.New("no topic names: give some, or a filter such as --under-replicated-partitions or --exclude-internal to describe every topic")
-			}
-			return nil
-		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return p.run(cmd, func(ctx context.Context, c *admin.Client) (admin.View, error) {
 				d, err := c.DescribeTopics(ctx, f, args...)
