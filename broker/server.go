@@ -90,6 +90,7 @@ type Server struct {
 	ctrl         *controller.Controller
 	api          *api.Handler
 	fetches      *purgatory.Purgatory[purgatory.Key]
+	produces     *purgatory.Purgatory[purgatory.Key]
 	groups       *group.Coordinator
 	ready        atomic.Bool
 	// registered: api is set and the broker registered, with its broker
@@ -476,6 +477,7 @@ func (s *Server) Start() (err error) {
 		DeleteTopicEnable:     func() bool { return s.cfg.Load().DeleteTopicEnable },
 	})
 	s.fetches = purgatory.New[purgatory.Key]("fetch", purgatory.WithLogger(s.lg))
+	s.produces = purgatory.New[purgatory.Key]("produce", purgatory.WithLogger(s.lg))
 	s.groups = group.NewCoordinator(group.CoordinatorConfig{
 		Replicas:   s.replicas,
 		Partitions: cfg.OffsetsTopicNumPartitions,
@@ -499,6 +501,7 @@ func (s *Server) Start() (err error) {
 		Controller: s.ctrl,
 		Store:      s.store,
 		Fetches:    s.fetches,
+		Produces:   s.produces,
 		Groups:     s.groups,
 		LogDirs:    slices.Clone(cfg.LogDirs),
 		Logger:     s.lg,
@@ -777,6 +780,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 		// Waiting fetches are answered now, later ones do not wait: the
 		// network server then has nothing long in flight to drain.
 		s.fetches.Shutdown()
+	}
+	if s.produces != nil {
+		s.produces.Shutdown()
 	}
 	if s.groups != nil {
 		// Waiting joins and syncs are answered (NOT_COORDINATOR).

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -12,6 +13,7 @@ import (
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/log"
+	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/record"
 	"github.com/qk-project/qk/broker/replica"
 )
@@ -44,9 +46,13 @@ import (
 //   INVALID_PRODUCER_EPOCH
 // * Transactional batches: INVALID_TXN_STATE (qk has no transaction
 //   coordinator yet)
-// * acks=-1: NOT_ENOUGH_REPLICAS when the ISR is smaller than
-//   min.insync.replicas; otherwise done at once, since the ISR is the
-//   leader alone and the high watermark moves with the append
+// * acks=-1: NOT_ENOUGH_REPLICAS before the append when the ISR is
+//   smaller than min.insync.replicas; after it, the partition's answer
+//   waits in the produce purgatory until the high watermark passes the
+//   batch (the ISR has it; at once when the leader is alone in it), the
+//   request's timeout (REQUEST_TIMED_OUT) or a leadership change
+//   (NOT_LEADER_OR_FOLLOWER); NOT_ENOUGH_REPLICAS_AFTER_APPEND when the
+//   ISR shrank below min.insync.replicas meanwhile
 // * acks=0: no response; a partition error closes the connection instead
 //   (Kafka's way of making the client refresh its metadata)
 // * Unknown topics are auto-created when auto.create.topics.enable
@@ -137,6 +143,20 @@ func (h *Handler) handleProduce(c *call) {
 				}
 				if err == nil {
 					sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = info.FirstOffset, info.LogAppendTime, info.LogStartOffset
+					if req.Acks == -1 {
+						// Until the ISR has the batch (the high watermark
+						// passes it): the response waits, as for a flush.
+						ti, pi := len(resp.Topics), len(st.Partitions)
+						waiting.Add(1)
+						h.awaitReplication(name, rp.Partition, info.LastOffset+1, req.TimeoutMillis, func(rerr error) {
+							if rerr != nil {
+								mu.Lock()
+								flushErrs = append(flushErrs, flushErr{ti, pi, rerr})
+								mu.Unlock()
+							}
+							finish()
+						})
+					}
 				}
 			}
 			if err != nil {
@@ -161,6 +181,23 @@ func (h *Handler) handleProduce(c *call) {
 		return
 	}
 	finish()
+}
+
+// awaitReplication calls done once the partition's high watermark reaches
+// required (at once if it has), or with the error that ends the wait.
+func (h *Handler) awaitReplication(topic string, partition int32, required int64, timeoutMs int32, done func(error)) {
+	p, err := h.cfg.Replicas.Partition(topic, partition)
+	if err != nil {
+		done(err)
+		return
+	}
+	if h.cfg.Produces == nil || p.HighWatermark() >= required {
+		done(nil)
+		return
+	}
+	op := &delayedProduce{p: p, required: required, leaderEpoch: p.LeaderEpoch(), done: done}
+	h.cfg.Produces.TryCompleteElseWatch(op, time.Duration(max(timeoutMs, 0))*time.Millisecond,
+		purgatory.Key{Topic: topic, Partition: partition})
 }
 
 // produceTopic resolves a request topic to its name, auto-creating it

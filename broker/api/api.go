@@ -32,6 +32,8 @@ type Config struct {
 	// wait ends, keyed by partition. Its owner shuts it down before the
 	// network server, so waiting fetches are answered at once.
 	Fetches *purgatory.Purgatory[purgatory.Key]
+	// Produces holds acks=-1 produces until the ISR has their batches.
+	Produces *purgatory.Purgatory[purgatory.Key]
 	// Groups is the group coordinator.
 	Groups *group.Coordinator
 	// LogDirs are the broker's log directories, for DescribeLogDirs.
@@ -216,9 +218,3 @@ func (h *Handler) FromController(r *network.Request) bool {
 
 // broker is the current broker configuration.
 func (h *Handler) broker() *config.Broker { return h.cfg.Broker() }
-
-// HighWatermarkAdvanced completes the fetches waiting on a partition that
-// now have enough data. The replica manager calls it after every advance.
-func (h *Handler) HighWatermarkAdvanced(topic string, partition int32) {
-	h.cfg.Fetches.CheckAndComplete(purgatory.Key{Topic: topic, Partition: partition})
-}

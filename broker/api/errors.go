@@ -88,6 +88,8 @@ func errorCode(err error) int16 {
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, replica.ErrNotEnoughReplicas):
 		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend):
+		return kerr.NotEnoughReplicasAfterAppend.Code
 	case errors.Is(err, replica.ErrInconsistentTopicID):
 		return kerr.InconsistentTopicID.Code
 	case errors.Is(err, replica.ErrFencedLeaderEpoch):

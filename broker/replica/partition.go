@@ -110,6 +110,10 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 		p.hwMu.Lock()
 		p.leaderState = nil
 		p.hwMu.Unlock()
+		if wasLeader {
+			// Produces waiting for the ISR, and fetches, learn at once.
+			p.m.cfg.OnHighWatermark(p.topic, p.index)
+		}
 		if wasLeader || newEpoch {
 			p.m.lg.Info("became follower", "topic", p.topic, "partition", p.index, "leader", st.Leader,
 				"leader_epoch", st.LeaderEpoch, "offset", p.log.LogEndOffset())
@@ -218,8 +222,11 @@ func (p *Partition) maybeIncrementHighWatermark() {
 	}
 	p.leaderState.Appended(p.log.LogEndOffset())
 	advanced := p.applyHighWatermarkLocked()
+	followers := p.leaderState.Followers() > 0
 	p.hwMu.Unlock()
-	if advanced {
+	// Followers long-poll at the log end: the append is news to them
+	// even when the high watermark stays.
+	if advanced || followers {
 		p.m.cfg.OnHighWatermark(p.topic, p.index)
 	}
 }

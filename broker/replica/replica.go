@@ -30,6 +30,9 @@ var (
 	// ErrNotEnoughReplicas: acks=-1 and the ISR is smaller than
 	// min.insync.replicas.
 	ErrNotEnoughReplicas = errors.New("replica: not enough in-sync replicas")
+	// ErrNotEnoughReplicasAfterAppend: acks=-1, the batch was appended,
+	// and the ISR shrank below min.insync.replicas before it committed.
+	ErrNotEnoughReplicasAfterAppend = errors.New("replica: not enough in-sync replicas after the append")
 	// ErrInconsistentTopicID: the partition directory belongs to another
 	// topic id.
 	ErrInconsistentTopicID = errors.New("replica: inconsistent topic id")

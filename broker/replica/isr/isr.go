@@ -100,6 +100,9 @@ func (l *Leader) Pending() []int32 { return slices.Clone(l.pending) }
 // EpochStartOffset is where the leader's epoch began.
 func (l *Leader) EpochStartOffset() int64 { return l.epochStartOffset }
 
+// Followers is how many followers the partition has.
+func (l *Leader) Followers() int { return len(l.followers) }
+
 // Follower returns the state of follower id.
 func (l *Leader) Follower(id int32) (Follower, bool) {
 	f, ok := l.followers[id]
