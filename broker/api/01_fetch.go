@@ -133,6 +133,11 @@ func (f *delayedFetch) read() {
 	if v < 3 || req.MaxBytes <= 0 {
 		remaining = 1<<31 - 1
 	}
+	// replicaID >= 0: a follower's fetch (ReplicaState from v15).
+	replicaID := req.ReplicaID
+	if v >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
 	first := true           // no partition has returned data yet
 	f.resp.releaseRegions() // of an earlier read of this fetch
 	f.resp = fetchResponse{version: v}
@@ -180,10 +185,33 @@ func (f *delayedFetch) read() {
 			if err == nil {
 				err = p.CheckLeader(epoch)
 			}
-			if err == nil {
+			diverged := false
+			if err == nil && replicaID >= 0 {
+				// A follower: where its last epoch diverges from this log
+				// (Fetch v12+, KIP-595's diverging epoch), it is told and
+				// truncates; else its fetch offset is its log end, which
+				// the high watermark follows.
+				if v >= 12 && rp.LastFetchedEpoch >= 0 {
+					e, end := p.EndOffsetForEpoch(rp.LastFetchedEpoch)
+					if e < rp.LastFetchedEpoch || end < rp.FetchOffset {
+						fp.divergingEpoch, fp.divergingEndOffset = e, end
+						fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.HighWatermark(), p.HighWatermark(), p.Log().LogStartOffset()
+						diverged = true
+						f.stop = true
+					}
+				}
+				if !diverged {
+					err = p.FollowerFetch(replicaID, rp.FetchOffset)
+				}
+			}
+			if err == nil && !diverged {
 				limit := min(int64(rp.PartitionMaxBytes), remaining)
 				var info log.ReadInfo
-				info, err = p.ReadForConsumer(rp.FetchOffset, int32(min(limit, 1<<31-1)), readCommitted)
+				if replicaID >= 0 {
+					info, err = p.ReadForFollower(rp.FetchOffset, int32(min(limit, 1<<31-1)))
+				} else {
+					info, err = p.ReadForConsumer(rp.FetchOffset, int32(min(limit, 1<<31-1)), readCommitted)
+				}
 				if err == nil {
 					fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = info.HighWatermark, info.HighWatermark, info.LogStartOffset
 					if readCommitted {

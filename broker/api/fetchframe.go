@@ -40,6 +40,10 @@ type fetchPartition struct {
 	// currentLeader (v12+, tag 1) is sent when either field is not -1.
 	currentLeaderID    int32
 	currentLeaderEpoch int32
+	// divergingEpoch (v12+, tag 0) tells a follower where its last epoch
+	// ends on the leader; sent when divergingEpoch is not -1.
+	divergingEpoch     int32
+	divergingEndOffset int64
 }
 
 type abortedTxn struct {
@@ -66,6 +70,8 @@ func newFetchPartition(partition int32, errorCode int16) fetchPartition {
 		preferredReadReplica: -1,
 		currentLeaderID:      -1,
 		currentLeaderEpoch:   -1,
+		divergingEpoch:       -1,
+		divergingEndOffset:   -1,
 	}
 }
 
@@ -158,14 +164,28 @@ func (r *fetchResponse) frame(buf, header []byte) []network.Part {
 				cuts = append(cuts, cut{at: len(b), region: p.records})
 			}
 			if flex {
-				if p.currentLeaderID != -1 || p.currentLeaderEpoch != -1 {
-					b = append(b, 1)     // one tagged field
+				diverging := p.divergingEpoch != -1
+				leader := p.currentLeaderID != -1 || p.currentLeaderEpoch != -1
+				switch {
+				case diverging && leader:
+					b = append(b, 2)
+				case diverging || leader:
+					b = append(b, 1) // tagged fields
+				default:
+					b = append(b, 0)
+				}
+				if diverging {
+					b = append(b, 0)     // tag 0: DivergingEpoch
+					b = append(b, 4+8+1) // its size
+					b = appendInt32(b, p.divergingEpoch)
+					b = appendInt64(b, p.divergingEndOffset)
+					b = appendEmptyTags(b)
+				}
+				if leader {
 					b = append(b, 1)     // tag 1: CurrentLeader
 					b = append(b, 4+4+1) // its size
 					b = appendInt32(b, p.currentLeaderID)
 					b = appendInt32(b, p.currentLeaderEpoch)
-					b = appendEmptyTags(b)
-				} else {
 					b = appendEmptyTags(b)
 				}
 			}

@@ -91,6 +91,8 @@ func toKmsg(t *testing.T, r *fetchResponse) *kmsg.FetchResponse {
 			}
 			kp.CurrentLeader.LeaderID = fp.currentLeaderID
 			kp.CurrentLeader.LeaderEpoch = fp.currentLeaderEpoch
+			kp.DivergingEpoch.Epoch = fp.divergingEpoch
+			kp.DivergingEpoch.EndOffset = fp.divergingEndOffset
 			kt.Partitions = append(kt.Partitions, kp)
 		}
 		k.Topics = append(k.Topics, kt)
@@ -130,12 +132,18 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 		p2 := newFetchPartition(2, 1) // OFFSET_OUT_OF_RANGE, no records
 		p3 := newFetchPartition(3, 6) // NOT_LEADER_OR_FOLLOWER with a hint
 		p3.currentLeaderID, p3.currentLeaderEpoch = 2, 9
+		p4 := newFetchPartition(4, 0) // a follower told where its epoch diverges
+		p4.highWatermark, p4.lastStableOffset, p4.logStartOffset = 15, 15, 0
+		p4.divergingEpoch, p4.divergingEndOffset = 3, 11
+		p5 := newFetchPartition(5, 0) // both tags
+		p5.divergingEpoch, p5.divergingEndOffset = 1, 2
+		p5.currentLeaderID, p5.currentLeaderEpoch = 0, 4
 		a0 := newFetchPartition(0, 0)
 		a0.highWatermark, a0.lastStableOffset, a0.logStartOffset = 6, 6, 0
 		a0.records = cut.Region
 		a0.abortedTxns = []abortedTxn{{producerID: 4, firstOffset: 1}}
 		r.topics = []fetchTopic{
-			{topic: "orders", topicID: [16]byte{1, 2, 3}, partitions: []fetchPartition{p0, p1, p2, p3}},
+			{topic: "orders", topicID: [16]byte{1, 2, 3}, partitions: []fetchPartition{p0, p1, p2, p3, p4, p5}},
 			{topic: "audit", topicID: [16]byte{9}, partitions: []fetchPartition{a0}},
 			{topic: "empty", topicID: [16]byte{7}},
 		}

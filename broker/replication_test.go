@@ -1,0 +1,110 @@
+//go:build linux
+
+package broker_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/qk-project/qk/broker/brokertest"
+	"github.com/qk-project/qk/broker/metadata"
+)
+
+// createReplicated writes a topic with the given assignment into the
+// cluster's store, as Kafka's tools do (the controller picks it up).
+func createReplicated(t *testing.T, c *brokertest.Cluster, topic string, assignment map[int32][]int32, config map[string]string) {
+	t.Helper()
+	sess, err := c.Store.NewSession()
+	require.NoError(t, err)
+	defer sess.Close()
+	ctx := testCtx(t)
+	_, err = sess.Create(ctx, metadata.EntityConfigPath(metadata.ConfigTopics, topic), metadata.MarshalEntityConfig(config), 0)
+	require.NoError(t, err)
+	_, err = sess.Create(ctx, metadata.TopicPath(topic), metadata.MarshalTopicAssignment(metadata.TopicAssignment{
+		TopicID: metadata.NewUUID(), Partitions: assignment}), 0)
+	require.NoError(t, err)
+}
+
+// TestReplication: a partition with three replicas on three in-process
+// brokers. Followers fetch from the leader and join the ISR; acks=all
+// writes are acknowledged once every ISR member has them; the followers'
+// logs end byte for byte equal to the leader's; a stopped follower leaves
+// the ISR and acks=all goes on with two; with one left, below
+// min.insync.replicas=2, acks=all is refused with NOT_ENOUGH_REPLICAS
+// while acks=1 still works.
+func TestReplication(t *testing.T) {
+	// The last broker standing leads a partition whose other replicas are
+	// down: its controlled shutdown cannot move it (Kafka retries; here
+	// the test does not wait for that).
+	c := brokertest.StartCluster(t, 3, brokertest.WithConfig("controlled.shutdown.max.retries", "0"))
+	createReplicated(t, c, "r3", map[int32][]int32{0: {0, 1, 2}}, map[string]string{"min.insync.replicas": "2"})
+	for _, b := range c.Brokers {
+		waitFor(t, 10*time.Second, "the replicated topic on every broker", func() bool {
+			tp := b.Cache().Snapshot().Topics["r3"]
+			return tp != nil && len(tp.Partitions) == 1 && tp.Partitions[0].Leader == 0 && len(tp.Partitions[0].ISR) == 3
+		})
+	}
+	leader := c.Brokers[0]
+	cl := newClient(t, []string{leader.Addr}, kgo.DefaultProduceTopic("r3"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	var want []string
+	for i := range 200 {
+		v := fmt.Sprintf("v%03d", i)
+		want = append(want, v)
+		require.NoError(t, cl.ProduceSync(testCtx(t), &kgo.Record{Value: []byte(v)}).FirstErr())
+	}
+	lp, err := leader.Replicas().Partition("r3", 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(200), lp.HighWatermark(), "acknowledged = committed")
+	for _, b := range c.Brokers[1:] {
+		waitFor(t, 10*time.Second, "the follower caught up", func() bool {
+			p, err := b.Replicas().Partition("r3", 0)
+			return err == nil && p.Log().LogEndOffset() == 200 && p.HighWatermark() == 200
+		})
+	}
+	// Byte for byte: offsets, epochs, producer fields and CRCs as the
+	// leader wrote them.
+	segment := func(b *brokertest.Broker) []byte {
+		data, err := os.ReadFile(filepath.Join(b.Dir, "r3-0", "00000000000000000000.log"))
+		require.NoError(t, err)
+		return data
+	}
+	ref := segment(leader)
+	for _, b := range c.Brokers[1:] {
+		require.True(t, bytes.Equal(ref, segment(b)), "broker %d's log differs from the leader's", b.ID)
+	}
+	got := consume(t, c.Addrs(), "r3", 200)
+	var values []string
+	for _, r := range got {
+		values = append(values, string(r.Value))
+	}
+	require.Equal(t, want, values)
+
+	// One follower goes: the ISR shrinks to two, acks=all goes on.
+	c.Brokers[2].Stop()
+	waitFor(t, 15*time.Second, "the ISR without broker 2", func() bool {
+		return slices.Equal(lp.State().ISR, []int32{0, 1})
+	})
+	require.NoError(t, cl.ProduceSync(testCtx(t), &kgo.Record{Value: []byte("two in sync")}).FirstErr())
+
+	// Another: one in sync, below min.insync.replicas.
+	c.Brokers[1].Stop()
+	waitFor(t, 15*time.Second, "the ISR of the leader alone", func() bool {
+		return slices.Equal(lp.State().ISR, []int32{0})
+	})
+	one := newClient(t, []string{leader.Addr}, kgo.DefaultProduceTopic("r3"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(5*time.Second))
+	err = one.ProduceSync(testCtx(t), &kgo.Record{Value: []byte("refused")}).FirstErr()
+	require.ErrorIs(t, err, kerr.NotEnoughReplicas)
+	acks1 := newClient(t, []string{leader.Addr}, kgo.DefaultProduceTopic("r3"), kgo.RequiredAcks(kgo.LeaderAck()),
+		kgo.DisableIdempotentWrite())
+	require.NoError(t, acks1.ProduceSync(testCtx(t), &kgo.Record{Value: []byte("acks=1")}).FirstErr())
+}
