@@ -318,6 +318,14 @@ func (s *Server) Cache() *controller.Cache { return s.cache }
 // FetchPurgatory holds the waiting fetches (nil before Start).
 func (s *Server) FetchPurgatory() *purgatory.Purgatory[purgatory.Key] { return s.fetches }
 
+// FetchSessionStats counts the fetch sessions (zero before Start).
+func (s *Server) FetchSessionStats() api.FetchSessionStats {
+	if s.api == nil {
+		return api.FetchSessionStats{}
+	}
+	return s.api.FetchSessionStats()
+}
+
 // Replicas is the broker's replica manager (nil before Start).
 func (s *Server) Replicas() *replica.Manager { return s.replicas }
 
@@ -494,19 +502,21 @@ func (s *Server) Start() (err error) {
 		Clock:          s.now,
 	})
 	s.api = api.New(api.Config{
-		BrokerID:   cfg.BrokerID,
-		Broker:     s.cfg.Load,
-		Replicas:   s.replicas,
-		Cache:      s.cache,
-		Controller: s.ctrl,
-		Store:      s.store,
-		Fetches:    s.fetches,
-		Produces:   s.produces,
-		Groups:     s.groups,
-		LogDirs:    slices.Clone(cfg.LogDirs),
-		Logger:     s.lg,
-		Clock:      s.now,
-		Control:    s.handleControl,
+		BrokerID:               cfg.BrokerID,
+		Broker:                 s.cfg.Load,
+		Replicas:               s.replicas,
+		Cache:                  s.cache,
+		Controller:             s.ctrl,
+		Store:                  s.store,
+		Fetches:                s.fetches,
+		Produces:               s.produces,
+		FetchSessionCacheSlots: cfg.MaxIncrementalFetchSessions,
+		FetchSessionEviction:   time.Duration(cfg.MinIncrementalFetchSessionEvictionMs) * time.Millisecond,
+		Groups:                 s.groups,
+		LogDirs:                slices.Clone(cfg.LogDirs),
+		Logger:                 s.lg,
+		Clock:                  s.now,
+		Control:                s.handleControl,
 		// The listener the controller reaches this broker on.
 		InterBrokerListener: cfg.InterBrokerListenerName,
 	})

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/controller"
@@ -20,7 +19,8 @@ import (
 // * The response is framed by hand (fetchframe.go): fixed fields from
 //   memory, each partition's records as a file region of its segment, sent
 //   with sendfile(2) without passing through user space
-// * Bytes: partitions are read in request order; each gets at most
+// * Bytes: partitions are read in request order (an incremental fetch:
+//   in its session's order); each gets at most
 //   min(partition_max_bytes, what is left of max_bytes), except that the
 //   first batch of the first partition with data is returned whole
 //   however large (Kafka's minOneMessage, so a consumer can always make
@@ -34,14 +34,27 @@ import (
 //   current_leader and node_endpoints from v12/v16), FENCED_LEADER_EPOCH /
 //   UNKNOWN_LEADER_EPOCH against current_leader_epoch (v9+)
 // * Long poll: with fewer than min_bytes available, no error and a positive
-//   max_wait, the fetch waits in the fetch purgatory keyed by its
-//   partitions; every advance of a high watermark re-checks the fetches
-//   waiting on that partition, and the wait's timer answers with whatever
-//   is there. No handler goroutine waits
-// * Fetch sessions (KIP-227) are not kept: every answer has session id 0,
-//   which tells the client to send full fetches; a request naming a
-//   session (id != 0), which a client only sends after a broker gave it
-//   one, gets FETCH_SESSION_ID_NOT_FOUND. Forgotten topics are ignored
+//   max_wait, the fetch waits in the fetch purgatory keyed by the
+//   partitions it reads (an incremental fetch: all of its session's);
+//   every advance of a high watermark re-checks the fetches waiting on
+//   that partition, and the wait's timer answers with whatever is there.
+//   No handler goroutine waits
+// * Fetch sessions (KIP-227, fetchsession.go), from v7: a full fetch with
+//   epoch 0 gets a new session id when the cache has room
+//   (max.incremental.fetch.session.cache.slots, eviction by Kafka's
+//   rules); an incremental fetch (id, epoch > 0) updates the session's
+//   partitions with its own, drops the forgotten ones, reads every
+//   partition of the session and answers only those with news (records,
+//   a changed high watermark or log start offset, an error). Partitions
+//   that returned records move to the end of the session. Whether a
+//   session is made, and what an incremental answer holds, is settled
+//   when the response is framed, after any wait. Epoch -1 asks for no
+//   session (and closes the one named); epoch 0 on a session closes it
+//   and opens another. Session errors, at the top level with no
+//   partitions: FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
+//   FETCH_SESSION_TOPIC_ID_ERROR (a v13+ session used by an older
+//   request, or the other way). Sessions of v13+ requests key partitions
+//   by topic id, older ones by name
 //
 // Version notes:
 // * v4: isolation level, last stable offset, aborted transactions
@@ -59,18 +72,19 @@ type delayedFetch struct {
 	h   *Handler
 	c   *call
 	req *kmsg.FetchRequest
+	ctx *fetchContext // the partitions read, and what the session makes of the answer
 
 	resp       fetchResponse
 	bytes      int64
-	partitions int  // partitions asked for
+	partitions int  // partitions read
 	stop       bool // an error or a condition that answers at once
 }
 
 func (h *Handler) handleFetch(c *call) {
 	req := c.req.(*kmsg.FetchRequest)
-	f := &delayedFetch{h: h, c: c, req: req}
-	if req.SessionID != 0 {
-		f.resp = fetchResponse{version: c.version, errorCode: kerr.FetchSessionIDNotFound.Code}
+	f := &delayedFetch{h: h, c: c, req: req, ctx: h.newFetchContext(req, c.version)}
+	if f.ctx.kind == sessionErrorContext {
+		f.resp = fetchResponse{version: c.version}
 		f.respond()
 		return
 	}
@@ -82,30 +96,38 @@ func (h *Handler) handleFetch(c *call) {
 	h.cfg.Fetches.TryCompleteElseWatch(f, wait, f.keys()...)
 }
 
-// keys are the purgatory keys of the request's known partitions. Their
-// names come from the metadata cache, never from the request: request
-// strings alias the frame, which is reused once the response is written,
-// while a completed operation's keys may stay in the purgatory's maps
-// until the next purge. Unknown topics need no key: they answer at once.
+// keys are the purgatory keys of the known partitions read (all of an
+// incremental session's). Their names come from the metadata cache,
+// never from the request: request strings alias the frame, which is
+// reused once the response is written, while a completed operation's
+// keys may stay in the purgatory's maps until the next purge. Unknown
+// topics need no key: they answer at once.
 func (f *delayedFetch) keys() []purgatory.Key {
 	snap := f.h.cfg.Cache.Snapshot()
-	var keys []purgatory.Key
-	for _, rt := range f.req.Topics {
-		var t *controller.Topic
-		var ok bool
-		if f.c.version >= 13 {
-			t, ok = snap.TopicByID(rt.TopicID)
-		} else {
-			t, ok = snap.Topics[rt.Topic]
+	keys := make([]purgatory.Key, 0, len(f.ctx.parts))
+	var t *controller.Topic
+	for i := range f.ctx.parts {
+		pt := &f.ctx.parts[i]
+		if i == 0 || !samePartTopic(pt, &f.ctx.parts[i-1]) {
+			t = f.topic(snap, pt)
 		}
-		if !ok {
-			continue
-		}
-		for _, rp := range rt.Partitions {
-			keys = append(keys, purgatory.Key{Topic: t.Name, Partition: rp.Partition})
+		if t != nil {
+			keys = append(keys, purgatory.Key{Topic: t.Name, Partition: pt.partition})
 		}
 	}
 	return keys
+}
+
+// samePartTopic tells whether two parts are of one topic.
+func samePartTopic(a, b *fetchPart) bool { return a.topic == b.topic && a.topicID == b.topicID }
+
+// topic is the metadata of a part's topic: by id for v13+, or nil.
+func (f *delayedFetch) topic(snap *controller.Snapshot, pt *fetchPart) *controller.Topic {
+	if f.ctx.usesTopicIDs {
+		t, _ := snap.TopicByID(pt.topicID)
+		return t
+	}
+	return snap.Topics[pt.topic]
 }
 
 // TryComplete re-reads the partitions and completes the fetch when there
@@ -124,7 +146,8 @@ func (f *delayedFetch) OnExpiration() { f.read() }
 // OnComplete sends the response.
 func (f *delayedFetch) OnComplete() { f.respond() }
 
-// read builds the response from the logs as they are now.
+// read builds the response from the logs as they are now: one response
+// partition per part, topics grouped as the parts run.
 func (f *delayedFetch) read() {
 	h, req, v := f.h, f.req, f.c.version
 	snap := h.cfg.Cache.Snapshot()
@@ -144,103 +167,98 @@ func (f *delayedFetch) read() {
 	f.bytes, f.stop, f.partitions = 0, false, 0
 	var endpoints map[int32]bool
 
-	for _, rt := range req.Topics {
-		ft := fetchTopic{topic: rt.Topic, topicID: rt.TopicID}
-		name := rt.Topic
-		var topic *controller.Topic
-		var topicErr error
-		if v >= 13 {
-			t, ok := snap.TopicByID(rt.TopicID)
-			if ok {
-				name, topic = t.Name, t
-			} else {
+	var ft *fetchTopic
+	var name string
+	var topic *controller.Topic
+	var topicErr error
+	for i := range f.ctx.parts {
+		pt := &f.ctx.parts[i]
+		if i == 0 || !samePartTopic(pt, &f.ctx.parts[i-1]) {
+			f.resp.topics = append(f.resp.topics, fetchTopic{topic: pt.topic, topicID: pt.topicID})
+			ft = &f.resp.topics[len(f.resp.topics)-1]
+			name, topicErr = pt.topic, nil
+			topic = f.topic(snap, pt)
+			if topic != nil {
+				name = topic.Name
+			} else if f.ctx.usesTopicIDs {
 				topicErr = errUnknownTopicID
 			}
-		} else {
-			topic = snap.Topics[name]
 		}
-		for _, rp := range rt.Partitions {
-			f.partitions++
-			fp := newFetchPartition(rp.Partition, 0)
-			err := topicErr
-			var p *replica.Partition
-			if err == nil {
-				p, err = h.cfg.Replicas.Partition(name, rp.Partition)
-				if err != nil && topic != nil && rp.Partition >= 0 && int(rp.Partition) < len(topic.Partitions) {
-					err = replica.ErrNotLeaderOrFollower
-					pi := topic.Partitions[rp.Partition]
-					if v >= 12 && pi.Leader >= 0 {
-						fp.currentLeaderID, fp.currentLeaderEpoch = pi.Leader, pi.LeaderEpoch
-						if endpoints == nil {
-							endpoints = map[int32]bool{}
-						}
-						endpoints[pi.Leader] = true
+		f.partitions++
+		fp := newFetchPartition(pt.partition, 0)
+		err := topicErr
+		var p *replica.Partition
+		if err == nil {
+			p, err = h.cfg.Replicas.Partition(name, pt.partition)
+			if err != nil && topic != nil && pt.partition >= 0 && int(pt.partition) < len(topic.Partitions) {
+				err = replica.ErrNotLeaderOrFollower
+				pi := topic.Partitions[pt.partition]
+				if v >= 12 && pi.Leader >= 0 {
+					fp.currentLeaderID, fp.currentLeaderEpoch = pi.Leader, pi.LeaderEpoch
+					if endpoints == nil {
+						endpoints = map[int32]bool{}
 					}
+					endpoints[pi.Leader] = true
 				}
 			}
-			epoch := int32(-1)
-			if v >= 9 {
-				epoch = rp.CurrentLeaderEpoch
+		}
+		if err == nil {
+			err = p.CheckLeader(pt.currentLeaderEpoch)
+		}
+		diverged := false
+		if err == nil && replicaID >= 0 {
+			// A follower: where its last epoch diverges from this log
+			// (Fetch v12+, KIP-595's diverging epoch), it is told and
+			// truncates; else its fetch offset is its log end, which the
+			// high watermark follows.
+			if v >= 12 && pt.lastFetchedEpoch >= 0 {
+				e, end := p.EndOffsetForEpoch(pt.lastFetchedEpoch)
+				if e < pt.lastFetchedEpoch || end < pt.fetchOffset {
+					fp.divergingEpoch, fp.divergingEndOffset = e, end
+					fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.HighWatermark(), p.HighWatermark(), p.Log().LogStartOffset()
+					diverged = true
+					f.stop = true
+				}
+			}
+			if !diverged {
+				err = p.FollowerFetch(replicaID, pt.fetchOffset)
+			}
+		}
+		if err == nil && !diverged {
+			limit := min(int64(pt.maxBytes), remaining)
+			var info log.ReadInfo
+			if replicaID >= 0 {
+				info, err = p.ReadForFollower(pt.fetchOffset, int32(min(limit, 1<<31-1)))
+			} else {
+				info, err = p.ReadForConsumer(pt.fetchOffset, int32(min(limit, 1<<31-1)), readCommitted)
 			}
 			if err == nil {
-				err = p.CheckLeader(epoch)
-			}
-			diverged := false
-			if err == nil && replicaID >= 0 {
-				// A follower: where its last epoch diverges from this log
-				// (Fetch v12+, KIP-595's diverging epoch), it is told and
-				// truncates; else its fetch offset is its log end, which
-				// the high watermark follows.
-				if v >= 12 && rp.LastFetchedEpoch >= 0 {
-					e, end := p.EndOffsetForEpoch(rp.LastFetchedEpoch)
-					if e < rp.LastFetchedEpoch || end < rp.FetchOffset {
-						fp.divergingEpoch, fp.divergingEndOffset = e, end
-						fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.HighWatermark(), p.HighWatermark(), p.Log().LogStartOffset()
-						diverged = true
-						f.stop = true
-					}
+				fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = info.HighWatermark, info.HighWatermark, info.LogStartOffset
+				if readCommitted {
+					fp.abortedTxns = []abortedTxn{}
 				}
-				if !diverged {
-					err = p.FollowerFetch(replicaID, rp.FetchOffset)
+				r := info.Region
+				if !first && r.Length > limit {
+					r.Length = max(limit, 0)
 				}
-			}
-			if err == nil && !diverged {
-				limit := min(int64(rp.PartitionMaxBytes), remaining)
-				var info log.ReadInfo
-				if replicaID >= 0 {
-					info, err = p.ReadForFollower(rp.FetchOffset, int32(min(limit, 1<<31-1)))
+				if r.Length > 0 {
+					fp.records = r
+					first = false
+					remaining -= r.Length
+					f.bytes += r.Length
 				} else {
-					info, err = p.ReadForConsumer(rp.FetchOffset, int32(min(limit, 1<<31-1)), readCommitted)
-				}
-				if err == nil {
-					fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = info.HighWatermark, info.HighWatermark, info.LogStartOffset
-					if readCommitted {
-						fp.abortedTxns = []abortedTxn{}
-					}
-					r := info.Region
-					if !first && r.Length > limit {
-						r.Length = max(limit, 0)
-					}
-					if r.Length > 0 {
-						fp.records = r
-						first = false
-						remaining -= r.Length
-						f.bytes += r.Length
-					} else {
-						r.Release()
-					}
+					r.Release()
 				}
 			}
-			if err != nil {
-				fp.errorCode = errorCode(err)
-				if errors.Is(err, log.ErrOffsetOutOfRange) {
-					fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = -1, -1, -1
-				}
-				f.stop = true
-			}
-			ft.partitions = append(ft.partitions, fp)
 		}
-		f.resp.topics = append(f.resp.topics, ft)
+		if err != nil {
+			fp.errorCode = errorCode(err)
+			if errors.Is(err, log.ErrOffsetOutOfRange) {
+				fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = -1, -1, -1
+			}
+			f.stop = true
+		}
+		ft.partitions = append(ft.partitions, fp)
 	}
 	if v >= 16 {
 		for id := range endpoints {
@@ -260,6 +278,7 @@ func (f *delayedFetch) read() {
 
 // respond frames and sends the response.
 func (f *delayedFetch) respond() {
+	f.h.finishFetchResponse(f.ctx, &f.resp)
 	bp := bufPool.Get().(*[]byte)
 	var hdr [5]byte
 	h := f.c.header(hdr[:0])

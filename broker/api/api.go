@@ -34,6 +34,13 @@ type Config struct {
 	Fetches *purgatory.Purgatory[purgatory.Key]
 	// Produces holds acks=-1 produces until the ISR has their batches.
 	Produces *purgatory.Purgatory[purgatory.Key]
+	// FetchSessionCacheSlots is the most fetch sessions kept
+	// (max.incremental.fetch.session.cache.slots); 0 keeps none.
+	FetchSessionCacheSlots int
+	// FetchSessionEviction is how long a session is safe from eviction
+	// by one of its kind with more partitions, and how long unused before
+	// any new session may evict it (min.incremental.fetch.session.eviction.ms).
+	FetchSessionEviction time.Duration
 	// Groups is the group coordinator.
 	Groups *group.Coordinator
 	// LogDirs are the broker's log directories, for DescribeLogDirs.
@@ -53,6 +60,8 @@ type Handler struct {
 	lg  *slog.Logger
 	now func() time.Time
 
+	sessions *fetchSessionCache // fetch sessions (KIP-227)
+
 	pidMu    sync.Mutex // producer ids: the current block
 	pidNext  int64
 	pidEnd   int64
@@ -69,8 +78,13 @@ func New(cfg Config) *Handler {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &Handler{cfg: cfg, lg: cfg.Logger.With("component", "api"), now: cfg.Clock}
+	return &Handler{cfg: cfg, lg: cfg.Logger.With("component", "api"), now: cfg.Clock,
+		sessions: newFetchSessionCache(cfg.FetchSessionCacheSlots, cfg.FetchSessionEviction)}
 }
+
+// FetchSessionStats counts the fetch sessions: in the cache now, and
+// created, evicted and used incrementally since start.
+func (h *Handler) FetchSessionStats() FetchSessionStats { return h.sessions.Stats() }
 
 // call is one request being served.
 type call struct {

@@ -62,4 +62,18 @@
 // partition and answers those that now have enough; the operation's timer
 // answers the others at max_wait with what there is. Shutting the
 // purgatory down answers every waiting fetch at once.
+//
+// # Fetch sessions
+//
+// fetchsession.go keeps Kafka's fetch sessions (KIP-227): a cache of
+// sessions by id, each an ordered set of partitions with the fetcher's
+// last parameters and what the session's last answer said. A request
+// becomes a fetchContext (sessionless, full, incremental or a session
+// error) before it is read; the context's partitions (for an incremental
+// fetch, all of the session's) are what the fetch reads and waits on,
+// and finishFetchResponse, just before framing, creates the session of a
+// full fetch or cuts an incremental answer down to the partitions with
+// news. Invariants: a session's epoch is the one its next request must
+// carry; a cached partition's high watermark is -1 until an answer
+// carried it and after an error; session ids are unique positive int32s.
 package api

@@ -34,24 +34,25 @@ type Broker struct {
 	// listener named after security.inter.broker.protocol.
 	InterBrokerListenerName string
 
-	NumNetworkThreads            int   `config:"num.network.threads"`
-	NumIOThreads                 int   `config:"num.io.threads"`
-	BackgroundThreads            int   `config:"background.threads"`
-	QueuedMaxRequests            int   `config:"queued.max.requests"`
-	SocketRequestMaxBytes        int   `config:"socket.request.max.bytes"`
-	SocketSendBufferBytes        int   `config:"socket.send.buffer.bytes"`
-	SocketReceiveBufferBytes     int   `config:"socket.receive.buffer.bytes"`
-	SocketListenBacklogSize      int   `config:"socket.listen.backlog.size"`
-	ConnectionsMaxIdleMs         int64 `config:"connections.max.idle.ms"`
-	MaxConnections               int   `config:"max.connections"`
-	MaxConnectionsPerIP          int   `config:"max.connections.per.ip"`
-	MessageMaxBytes              int   `config:"message.max.bytes"`
-	FetchMaxBytes                int   `config:"fetch.max.bytes"`
-	MaxIncrementalFetchSessions  int   `config:"max.incremental.fetch.session.cache.slots"`
-	NumRecoveryThreadsPerDataDir int   `config:"num.recovery.threads.per.data.dir"`
-	ControlledShutdownEnable     bool  `config:"controlled.shutdown.enable"`
-	ControlledShutdownMaxRetries int   `config:"controlled.shutdown.max.retries"`
-	ControlledShutdownBackoffMs  int64 `config:"controlled.shutdown.retry.backoff.ms"`
+	NumNetworkThreads                    int   `config:"num.network.threads"`
+	NumIOThreads                         int   `config:"num.io.threads"`
+	BackgroundThreads                    int   `config:"background.threads"`
+	QueuedMaxRequests                    int   `config:"queued.max.requests"`
+	SocketRequestMaxBytes                int   `config:"socket.request.max.bytes"`
+	SocketSendBufferBytes                int   `config:"socket.send.buffer.bytes"`
+	SocketReceiveBufferBytes             int   `config:"socket.receive.buffer.bytes"`
+	SocketListenBacklogSize              int   `config:"socket.listen.backlog.size"`
+	ConnectionsMaxIdleMs                 int64 `config:"connections.max.idle.ms"`
+	MaxConnections                       int   `config:"max.connections"`
+	MaxConnectionsPerIP                  int   `config:"max.connections.per.ip"`
+	MessageMaxBytes                      int   `config:"message.max.bytes"`
+	FetchMaxBytes                        int   `config:"fetch.max.bytes"`
+	MaxIncrementalFetchSessions          int   `config:"max.incremental.fetch.session.cache.slots"`
+	MinIncrementalFetchSessionEvictionMs int64 `config:"min.incremental.fetch.session.eviction.ms"`
+	NumRecoveryThreadsPerDataDir         int   `config:"num.recovery.threads.per.data.dir"`
+	ControlledShutdownEnable             bool  `config:"controlled.shutdown.enable"`
+	ControlledShutdownMaxRetries         int   `config:"controlled.shutdown.max.retries"`
+	ControlledShutdownBackoffMs          int64 `config:"controlled.shutdown.retry.backoff.ms"`
 
 	NumPartitions                       int   `config:"num.partitions"`
 	DefaultReplicationFactor            int   `config:"default.replication.factor"`
