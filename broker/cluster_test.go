@@ -54,11 +54,11 @@ func TestClusterOfThree(t *testing.T) {
 	}
 	require.Len(t, parts, 6)
 
-	// Only the controller creates topics; replication is not there yet.
+	// Only the controller creates topics; not more replicas than brokers.
 	raw := dialRaw(t, c.Brokers[1].Addr)
 	require.Equal(t, kerr.NotController.Code, rawCreateTopics(t, raw, false, topicReq("elsewhere", 1, 1, nil))[0].ErrorCode)
-	_, err = adm.CreateTopic(testCtx(t), 1, 3, nil, "replicated")
-	require.ErrorIs(t, err, kerr.InvalidReplicationFactor)
+	_, err = adm.CreateTopic(testCtx(t), 1, 4, nil, "replicated")
+	require.ErrorIs(t, err, kerr.InvalidReplicationFactor, "more replicas than brokers")
 
 	// The controller stops: another broker is elected, and the cluster
 	// keeps creating topics.

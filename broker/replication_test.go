@@ -108,3 +108,54 @@ func TestReplication(t *testing.T) {
 		kgo.DisableIdempotentWrite())
 	require.NoError(t, acks1.ProduceSync(testCtx(t), &kgo.Record{Value: []byte("acks=1")}).FirstErr())
 }
+
+// TestCreateReplicatedTopic: CreateTopics with replication factor 3 on
+// three brokers: Kafka's assignment (three distinct replicas, leaders
+// spread), every replica in the ISR, acks=all writes to every partition
+// acknowledged and replicated.
+func TestCreateReplicatedTopic(t *testing.T) {
+	c := brokertest.StartCluster(t, 3, brokertest.WithConfig("controlled.shutdown.max.retries", "0"))
+	adm := newAdmin(t, c.Addrs()...)
+	_, err := adm.CreateTopic(testCtx(t), 6, 3, nil, "rf3")
+	require.NoError(t, err)
+	leaders := map[int32]int{}
+	for _, b := range c.Brokers {
+		waitFor(t, 10*time.Second, "the topic with its ISRs on every broker", func() bool {
+			tp := b.Cache().Snapshot().Topics["rf3"]
+			if tp == nil || len(tp.Partitions) != 6 {
+				return false
+			}
+			for _, p := range tp.Partitions {
+				if len(p.ISR) != 3 || p.Leader < 0 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	for _, p := range c.Brokers[0].Cache().Snapshot().Topics["rf3"].Partitions {
+		r := slices.Clone(p.Replicas)
+		slices.Sort(r)
+		require.Equal(t, []int32{0, 1, 2}, r)
+		leaders[p.Leader]++
+	}
+	require.Equal(t, map[int32]int{0: 2, 1: 2, 2: 2}, leaders, "leaders spread")
+
+	cl := newClient(t, c.Addrs(), kgo.DefaultProduceTopic("rf3"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	for i := range 120 {
+		require.NoError(t, cl.ProduceSync(testCtx(t), &kgo.Record{Value: []byte(fmt.Sprint(i))}).FirstErr())
+	}
+	for _, b := range c.Brokers {
+		waitFor(t, 10*time.Second, "every replica with every record", func() bool {
+			for p := range int32(6) {
+				rp, err := b.Replicas().Partition("rf3", p)
+				if err != nil || rp.Log().LogEndOffset() != 20 || rp.HighWatermark() != 20 {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	require.Len(t, consume(t, c.Addrs(), "rf3", 120), 120)
+}

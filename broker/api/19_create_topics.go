@@ -21,7 +21,7 @@ import (
 // * -1 partitions / replication factor (v4+) take num.partitions /
 //   default.replication.factor; partitions <= 0: INVALID_PARTITIONS;
 //   a replication factor <= 0 or above the live brokers:
-//   INVALID_REPLICATION_FACTOR (and above 1: qk does not replicate yet)
+//   INVALID_REPLICATION_FACTOR
 // * Replica assignments are honoured (consecutive partitions, distinct
 //   live brokers, INVALID_REPLICA_ASSIGNMENT otherwise); together with a
 //   partition count or replication factor they are INVALID_REQUEST

@@ -772,16 +772,13 @@ func collides(names []string, name string) (string, bool) {
 	return "", false
 }
 
-// checkReplicationFactor checks rf against the live brokers. qk does not
-// replicate yet, so a factor above 1 is refused with a clear message.
+// checkReplicationFactor checks rf against the live brokers.
 func checkReplicationFactor(rf, live int) error {
 	switch {
 	case rf <= 0:
 		return fmt.Errorf("%w: replication factor must be larger than 0", ErrInvalidReplicationFactor)
 	case rf > live:
 		return fmt.Errorf("%w: replication factor: %d larger than available brokers: %d", ErrInvalidReplicationFactor, rf, live)
-	case rf > 1:
-		return fmt.Errorf("%w: replication factor %d: qk does not replicate partitions yet; use 1", ErrInvalidReplicationFactor, rf)
 	}
 	return nil
 }
