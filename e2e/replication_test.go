@@ -1,0 +1,220 @@
+//go:build integration
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestReplicatedLeaderKilled: three `qk broker start` processes on a real
+// ZooKeeper, a topic of replication factor 3 with min.insync.replicas=2,
+// an idempotent franz-go producer with acks=all writing unique values
+// throughout. The leader of partition 0 is killed with SIGKILL and later
+// restarted: another replica of its ISR takes over, the producer goes on,
+// and at the end every acknowledged record is there exactly once, in
+// acknowledgement order per partition, and the three replicas' .log files
+// are byte for byte the same.
+func TestReplicatedLeaderKilled(t *testing.T) {
+	const topic = "replicated"
+	_, bs := startZKCluster(t, 3)
+	minISR := "2"
+	resp, err := bs[0].admin().CreateTopic(ctxFor(t, 10*time.Second), 3, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	waitPartitions(t, bs[0].addr, topic, 20*time.Second, "every partition led with 3 in sync", func(ps kadm.PartitionDetails) bool {
+		for _, p := range ps {
+			if p.Leader < 0 || len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return len(ps) == 3
+	})
+	ps, err := partitionsOf(t, bs[0].addr, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := ps[0].Leader
+
+	var addrs []string
+	for _, b := range bs {
+		addrs = append(addrs, b.addr)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	// The producer: unique values, each acknowledgement recorded with its
+	// partition and offset. Bounded in count and time.
+	type ack struct {
+		value  string
+		offset int64
+	}
+	var (
+		mu    sync.Mutex
+		acked = map[int32][]ack{}
+		fails int
+	)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	produced := make(chan int, 1)
+	stop := make(chan struct{})
+	wg.Go(func() {
+		n := 0
+		defer func() { produced <- n }()
+		for i := 0; i < 30000 && ctx.Err() == nil; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v := fmt.Sprintf("r%05d", i)
+			n++
+			cl.Produce(ctx, &kgo.Record{Value: []byte(v)}, func(r *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					fails++
+					return
+				}
+				acked[r.Partition] = append(acked[r.Partition], ack{string(r.Value), r.Offset})
+			})
+			time.Sleep(2 * time.Millisecond) // pacing: the run spans the failover
+		}
+	})
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, a := range acked {
+			n += len(a)
+		}
+		return n
+	}
+	waitUntil(t, 20*time.Second, "some records acknowledged", func() bool { return count() >= 300 })
+	killed := time.Now()
+	bs[victim].kill()
+	before := count()
+	deadline := time.Now().Add(30 * time.Second)
+	for count() <= before+100 {
+		if time.Now().After(deadline) {
+			mu.Lock()
+			t.Logf("acked per partition: %d %d %d, failed %d", len(acked[0]), len(acked[1]), len(acked[2]), fails)
+			mu.Unlock()
+			if ps, err := partitionsOf(t, bs[(victim+1)%3].addr, topic); err == nil {
+				t.Logf("partitions: %s", describe(ps))
+			}
+			t.Fatal("no acknowledgements after the leader's death")
+		}
+		time.Sleep(50 * time.Millisecond) // polling interval
+	}
+	t.Logf("leader %d of partition 0 killed; acknowledged writes resumed within %v", victim, time.Since(killed).Round(time.Millisecond))
+	bs[victim].restart()
+	after := count()
+	waitUntil(t, 30*time.Second, "acknowledgements with the old leader back", func() bool { return count() > after+200 })
+	close(stop)
+	wg.Wait()
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	n := <-produced
+	mu.Lock()
+	total := 0
+	for _, a := range acked {
+		total += len(a)
+	}
+	t.Logf("%d records sent, %d acknowledged, %d failed", n, total, fails)
+	mu.Unlock()
+
+	// Every replica of every partition in sync again, then: every
+	// acknowledged record, once, in order.
+	waitPartitions(t, bs[0].addr, topic, 40*time.Second, "all three replicas back in every ISR", func(ps kadm.PartitionDetails) bool {
+		for _, p := range ps {
+			if len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	ends := endOffsets(t, bs[0].admin(), topic)
+	recs := consumeAll(t, bs[0].addr, topic, ends, 30*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for p, as := range acked {
+		sort.Slice(as, func(i, j int) bool { return as[i].offset < as[j].offset })
+		byOffset := map[int64]string{}
+		seen := map[string]int{}
+		for _, r := range recs[p] {
+			byOffset[r.Offset] = string(r.Value)
+			seen[string(r.Value)]++
+		}
+		for _, a := range as {
+			if got := byOffset[a.offset]; got != a.value {
+				t.Fatalf("partition %d offset %d: acknowledged %q, the log has %q", p, a.offset, a.value, got)
+			}
+			if seen[a.value] != 1 {
+				t.Fatalf("partition %d: %q present %d times", p, a.value, seen[a.value])
+			}
+		}
+	}
+
+	// The replicas' files, byte for byte, once each has the leader's end.
+	for p := range int32(3) {
+		var ref []byte
+		for i, b := range bs {
+			var data []byte
+			waitUntil(t, 20*time.Second, fmt.Sprintf("broker %d's copy of partition %d complete", i, p), func() bool {
+				data = readLogs(t, filepath.Join(b.dataDir, fmt.Sprintf("%s-%d", topic, p)))
+				return len(data) > 0 && int64(len(recs[p])) > 0 && bytes.Contains(data, recs[p][len(recs[p])-1].Value)
+			})
+			if i == 0 {
+				ref = data
+				continue
+			}
+			waitUntil(t, 20*time.Second, fmt.Sprintf("broker %d's partition %d equal to broker 0's", i, p), func() bool {
+				data = readLogs(t, filepath.Join(b.dataDir, fmt.Sprintf("%s-%d", topic, p)))
+				ref = readLogs(t, filepath.Join(bs[0].dataDir, fmt.Sprintf("%s-%d", topic, p)))
+				return bytes.Equal(ref, data)
+			})
+		}
+	}
+}
+
+// readLogs concatenates a partition directory's .log files in offset
+// order.
+func readLogs(t *testing.T, dir string) []byte {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	var out []byte
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
