@@ -182,6 +182,9 @@ func (p *Partition) AppendAsLeaderAsync(batch []byte, requiredAcks int16, flushe
 }
 
 func (p *Partition) appendAsLeader(batch []byte, requiredAcks int16, flushed func(error)) (log.AppendInfo, bool, error) {
+	// The read lock is held across the append, as Kafka's
+	// leaderIsrUpdateLock: a role change (the write lock) waits for it, so
+	// no append lands under an epoch the partition no longer leads in.
 	p.mu.RLock()
 	if err := p.checkLeaderLocked(-1); err != nil {
 		p.mu.RUnlock()
@@ -193,7 +196,6 @@ func (p *Partition) appendAsLeader(batch []byte, requiredAcks int16, flushed fun
 		p.mu.RUnlock()
 		return log.AppendInfo{}, false, fmt.Errorf("%w: isr %d, min.insync.replicas %d", ErrNotEnoughReplicas, isr, minISR)
 	}
-	p.mu.RUnlock()
 	var (
 		info    log.AppendInfo
 		pending bool
@@ -204,6 +206,7 @@ func (p *Partition) appendAsLeader(batch []byte, requiredAcks int16, flushed fun
 	} else {
 		info, err = p.log.Append(batch, epoch)
 	}
+	p.mu.RUnlock()
 	if err != nil {
 		return info, false, err
 	}
