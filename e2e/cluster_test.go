@@ -36,16 +36,16 @@ func startZKCluster(t *testing.T, n int) (*zktest.Server, []*broker) {
 // startZKClusterOn starts n `qk broker start` processes with ids 0..n-1
 // on the ZooKeeper of connect (zookeeper.connect: host:port[,host:port...]
 // and a chroot), with 6 s sessions, and waits until each sees all n.
-func startZKClusterOn(t *testing.T, connect string, n int) []*broker {
+func startZKClusterOn(t *testing.T, connect string, n int, sets ...string) []*broker {
 	t.Helper()
 	var bs []*broker
 	for i := range n {
-		bs = append(bs, startBroker(t, withSet(
-			"broker.id="+strconv.Itoa(i),
-			"zookeeper.connect="+connect,
+		bs = append(bs, startBroker(t, withSet(append([]string{
+			"broker.id=" + strconv.Itoa(i),
+			"zookeeper.connect=" + connect,
 			"zookeeper.session.timeout.ms=6000",
 			"offsets.topic.replication.factor=1",
-		)))
+		}, sets...)...)))
 	}
 	for _, b := range bs {
 		adm := b.admin()

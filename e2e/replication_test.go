@@ -5,17 +5,23 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/internal/zktest"
 )
 
 // TestReplicatedLeaderKilled: three `qk broker start` processes on a real
@@ -217,4 +223,108 @@ func readLogs(t *testing.T, dir string) []byte {
 		out = append(out, b...)
 	}
 	return out
+}
+
+// TestReplicatedFollowersPaused: followers frozen with SIGSTOP (their
+// ZooKeeper sessions outlive the pause) leave the ISR by the leader's
+// replica.lag.time.max.ms check, through AlterPartition; acks=all goes on
+// with two in sync; with one, below min.insync.replicas=2, acks=all is
+// refused with NOT_ENOUGH_REPLICAS while acks=1 works; SIGCONT brings
+// both back into the ISR.
+func TestReplicatedFollowersPaused(t *testing.T) {
+	const topic = "paused"
+	zk := zktest.Start(t)
+	bs := startZKClusterOn(t, zk.Addr()+"/qk", 3, "zookeeper.session.timeout.ms=10000", "replica.lag.time.max.ms=2000")
+	// The controller leads (assigned first): the followers paused are
+	// never the controller, which their leader's AlterPartition needs.
+	ctrl := controllerOf(t, bs[0].addr)
+	replicas := []int32{ctrl, (ctrl + 1) % 3, (ctrl + 2) % 3}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, replicas
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+	cfg.Name, cfg.Value = "min.insync.replicas", kmsg.StringPtr("2")
+	rt.Configs = append(rt.Configs, cfg)
+	req.Topics = append(req.Topics, rt)
+	admCl := bs[ctrl].client()
+	cresp, err := req.RequestWith(ctxFor(t, 15*time.Second), admCl)
+	if err == nil && cresp.Topics[0].ErrorCode != 0 {
+		err = kerr.ErrorForCode(cresp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	isr := func() []int32 {
+		ps, err := partitionsOf(t, bs[0].addr, topic)
+		if err != nil || len(ps) != 1 {
+			return nil
+		}
+		out := slices.Clone(ps[0].ISR)
+		slices.Sort(out)
+		return out
+	}
+	waitUntil(t, 20*time.Second, "3 in sync", func() bool { return len(isr()) == 3 })
+	ps, _ := partitionsOf(t, bs[0].addr, topic)
+	leader := ps[0].Leader
+	var followers []int32
+	for i := range int32(3) {
+		if i != leader {
+			followers = append(followers, i)
+		}
+	}
+	all := bs[leader].client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(8*time.Second))
+	one := bs[leader].client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	produce := func(cl *kgo.Client, v string) error {
+		return cl.ProduceSync(ctxFor(t, 10*time.Second), &kgo.Record{Value: []byte(v)}).FirstErr()
+	}
+	if err := produce(all, "three"); err != nil {
+		t.Fatal(err)
+	}
+
+	pause := func(id int32) {
+		if err := syscall.Kill(bs[id].pid(), syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(bs[id].pid(), syscall.SIGCONT) })
+	}
+	start := time.Now()
+	pause(followers[0])
+	// The lag check runs every half of replica.lag.time.max.ms: out
+	// within 1.5 × 2 s, and the session (10 s) still alive.
+	// A follower is out of sync only while it lacks records the leader
+	// has (Kafka's rule): keep appending with acks=1.
+	waitUntil(t, 8*time.Second, "the paused follower out of the ISR", func() bool {
+		_ = produce(one, "tick")
+		got := isr()
+		return len(got) == 2 && !slices.Contains(got, followers[0])
+	})
+	t.Logf("paused follower out of the ISR after %v (replica.lag.time.max.ms=2000)", time.Since(start).Round(time.Millisecond))
+	if err := produce(all, "two"); err != nil {
+		t.Fatalf("acks=all with two in sync: %v", err)
+	}
+	pause(followers[1])
+	waitUntil(t, 8*time.Second, "the leader alone in the ISR", func() bool {
+		_ = produce(one, "tick")
+		return slices.Equal(isr(), []int32{leader})
+	})
+	if err := produce(all, "one"); !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with one in sync: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	if err := produce(one, "acks=1"); err != nil {
+		t.Fatalf("acks=1 with one in sync: %v", err)
+	}
+	for _, f := range followers {
+		if err := syscall.Kill(bs[f].pid(), syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 15*time.Second, "both followers back in the ISR", func() bool { return len(isr()) == 3 })
+	if err := produce(all, "three again"); err != nil {
+		t.Fatalf("acks=all after the followers returned: %v", err)
+	}
 }
