@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/qk-project/qk/broker/brokertest"
+	"github.com/qk-project/qk/broker/group"
 	"github.com/qk-project/qk/broker/metadata"
 )
 
@@ -158,4 +160,51 @@ func TestCreateReplicatedTopic(t *testing.T) {
 		})
 	}
 	require.Len(t, consume(t, c.Addrs(), "rf3", 120), 120)
+}
+
+// TestOffsetsReplicated: __consumer_offsets with Kafka's default
+// offsets.topic.replication.factor (3) on three brokers. A commit is
+// answered once its partition's ISR has it; the coordinator's broker
+// stops; the new leader of that partition, from its ISR, becomes the
+// group's coordinator, loads the group and serves the commit.
+func TestOffsetsReplicated(t *testing.T) {
+	c := brokertest.StartCluster(t, 3, brokertest.WithConfig("controlled.shutdown.max.retries", "0"))
+	adm := newAdmin(t, c.Addrs()...)
+	createTopic(t, adm, "data", 2, nil)
+	var commit kadm.Offsets
+	commit.Add(kadm.Offset{Topic: "data", Partition: 0, At: 42, LeaderEpoch: -1})
+	commit.Add(kadm.Offset{Topic: "data", Partition: 1, At: 7, LeaderEpoch: -1})
+	cr, err := adm.CommitOffsets(testCtx(t), "replicated-group", commit)
+	require.NoError(t, err)
+	require.NoError(t, cr.Error())
+
+	off := c.Brokers[0].Cache().Snapshot().Topics["__consumer_offsets"]
+	require.NotNil(t, off)
+	require.Len(t, off.Partitions[0].Replicas, 3, "offsets.topic.replication.factor=3 is honoured")
+	// The coordinator: the leader of the group's offsets partition.
+	var coordinator *brokertest.Broker
+	for _, b := range c.Brokers {
+		p := group.PartitionFor("replicated-group", 50)
+		if b.Cache().Snapshot().Topics["__consumer_offsets"].Partitions[p].Leader == b.ID {
+			coordinator = b
+		}
+	}
+	require.NotNil(t, coordinator)
+	coordinator.Stop()
+	var others []string
+	for _, b := range c.Brokers {
+		if b != coordinator {
+			others = append(others, b.Addr)
+		}
+	}
+	adm2 := newAdmin(t, others...)
+	waitFor(t, 20*time.Second, "the commit served by the new coordinator", func() bool {
+		fetched, err := adm2.FetchOffsets(testCtx(t), "replicated-group")
+		if err != nil || fetched.Error() != nil {
+			return false
+		}
+		o0, ok0 := fetched.Lookup("data", 0)
+		o1, ok1 := fetched.Lookup("data", 1)
+		return ok0 && ok1 && o0.At == 42 && o1.At == 7
+	})
 }

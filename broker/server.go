@@ -498,6 +498,7 @@ func (s *Server) Start() (err error) {
 		Retention:      time.Duration(cfg.OffsetsRetentionMinutes) * time.Minute,
 		RetentionCheck: time.Duration(cfg.OffsetsRetentionCheckMs) * time.Millisecond,
 		MaxMetadata:    cfg.OffsetMetadataMaxBytes,
+		CommitTimeout:  time.Duration(cfg.OffsetsCommitTimeoutMs) * time.Millisecond,
 		Logger:         s.lg,
 		Clock:          s.now,
 	})

@@ -47,17 +47,15 @@ func (h *Handler) coordinator(ctx context.Context, key string, keyType int8, lis
 
 func (h *Handler) createOffsetsTopic(ctx context.Context) (*controller.Topic, error) {
 	b := h.broker()
-	// Capped at 1 for now: the group coordinator answers a commit once
-	// its leader has it, without waiting for the other replicas, which
-	// would make a replicated __consumer_offsets lose commits acknowledged
-	// before a failover. Kafka would refuse the topic (and every group)
-	// below the setting; a broker that cannot coordinate groups helps
-	// nobody, so say it.
+	// Capped at the live brokers, with a warning. Kafka refuses the topic
+	// (and so every group) below the setting; a cluster that cannot
+	// coordinate groups helps nobody, so qk says it and goes on.
 	want := int(b.OffsetsTopicReplicationFactor)
-	rf := max(min(want, len(h.cfg.Cache.Snapshot().Brokers), 1), 1)
+	live := len(h.cfg.Cache.Snapshot().Brokers)
+	rf := max(min(want, live), 1)
 	if rf < want {
-		h.lg.Warn("offsets.topic.replication.factor capped: qk's group coordinator does not wait for replicas yet",
-			"offsets.topic.replication.factor", want, "replication_factor", rf, "live_brokers", len(h.cfg.Cache.Snapshot().Brokers))
+		h.lg.Warn("offsets.topic.replication.factor capped at the live brokers",
+			"offsets.topic.replication.factor", want, "replication_factor", rf, "live_brokers", live)
 	}
 	t, err := h.createTopicFromAnyBroker(ctx, controller.TopicSpec{
 		Name:              group.Topic,

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,8 +30,12 @@ type CoordinatorConfig struct {
 	RetentionCheck time.Duration
 	// MaxMetadata is offset.metadata.max.bytes.
 	MaxMetadata int
-	Logger      *slog.Logger
-	Clock       func() time.Time
+	// CommitTimeout is offsets.commit.timeout.ms: how long an offset
+	// commit waits for the replicas of its __consumer_offsets partition
+	// (0: 5 s).
+	CommitTimeout time.Duration
+	Logger        *slog.Logger
+	Clock         func() time.Time
 }
 
 // Coordinator is the group coordinator of the __consumer_offsets
@@ -376,13 +381,21 @@ func (c *Coordinator) fire(id string, e *entry) {
 
 type kv struct{ key, value []byte }
 
-// appendLocked writes records to an offsets partition as one batch.
-// The append is acks=all: with this broker the only replica in the ISR
-// the high watermark passes the batch before Append returns.
+// appendLocked writes records to an offsets partition as one batch,
+// checking the ISR against min.insync.replicas as acks=all does. The
+// caller that answers only once they are committed waits with
+// awaitCommitted, after releasing the lock.
 func (c *Coordinator) appendLocked(partition int32, recs []kv) error {
+	_, _, err := c.appendLockedAt(partition, recs)
+	return err
+}
+
+// appendLockedAt is appendLocked that returns the partition and the
+// offset its high watermark must reach for the batch to be committed.
+func (c *Coordinator) appendLockedAt(partition int32, recs []kv) (*replica.Partition, int64, error) {
 	p, err := c.cfg.Replicas.Partition(Topic, partition)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	b := record.NewBuilder(record.DefaultBatchOptions())
 	ts := c.now().UnixMilli()
@@ -391,10 +404,32 @@ func (c *Coordinator) appendLocked(partition int32, recs []kv) error {
 	}
 	batch, err := b.Build()
 	if err != nil {
+		return nil, 0, err
+	}
+	info, err := p.AppendAsLeader(batch, -1)
+	if err != nil {
+		return nil, 0, err
+	}
+	return p, info.LastOffset + 1, nil
+}
+
+// awaitCommitted waits, without the lock, until the ISR has a batch
+// appendLockedAt wrote (offsets.commit.timeout.ms at most), as Kafka's
+// offset commits answer only once their records are replicated.
+func (c *Coordinator) awaitCommitted(p *replica.Partition, required int64) error {
+	timeout := c.cfg.CommitTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := p.WaitHighWatermark(ctx, required); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%w: the offsets partition's replicas did not all have the commit within %v", replica.ErrNotEnoughReplicasAfterAppend, timeout)
+		}
 		return err
 	}
-	_, err = p.AppendAsLeader(batch, -1)
-	return err
+	return nil
 }
 
 // deferJoin wraps a join callback so the answer is sent after the lock
@@ -514,26 +549,40 @@ var ErrMetadataTooLarge = kerr.OffsetMetadataTooLarge
 // retention of OffsetCommit v2-v4 (-1: the broker's); the per-partition
 // errors come back in order, or a group error for all.
 func (c *Coordinator) CommitOffsets(id, member string, instance *string, generation int32, retention time.Duration, commits []Commit) ([]error, error) {
+	errs, p, required, stored, err := c.commitOffsets(id, member, instance, generation, retention, commits)
+	if err != nil || p == nil {
+		return errs, err
+	}
+	// Answered once committed: the ISR of the offsets partition has it.
+	if werr := c.awaitCommitted(p, required); werr != nil {
+		c.lg.Warn("offset commit not replicated", "group", id, "err", werr)
+		for _, i := range stored {
+			errs[i] = storeError(werr)
+		}
+	}
+	return errs, nil
+}
+
+func (c *Coordinator) commitOffsets(id, member string, instance *string, generation int32, retention time.Duration, commits []Commit) (errs []error, p *replica.Partition, required int64, stored []int, err error) {
 	c.mu.Lock()
 	defer c.unlock()
 	e, err := c.groupLocked(id, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, nil, err
 	}
 	if e == nil {
 		if generation >= 0 {
-			return nil, kerr.IllegalGeneration
+			return nil, nil, 0, nil, kerr.IllegalGeneration
 		}
 		e, _ = c.groupLocked(id, true)
 	}
 	now := c.now()
 	if cerr := e.g.CheckCommit(member, instance, generation, now); cerr != nil {
 		c.dropIfUnusedLocked(id, e)
-		return nil, cerr
+		return nil, nil, 0, nil, cerr
 	}
-	errs := make([]error, len(commits))
+	errs = make([]error, len(commits))
 	var recs []kv
-	var stored []int
 	for i, cm := range commits {
 		md := ""
 		if cm.Metadata != nil {
@@ -552,7 +601,8 @@ func (c *Coordinator) CommitOffsets(id, member string, instance *string, generat
 		stored = append(stored, i)
 	}
 	if len(recs) > 0 {
-		if err := c.appendLocked(e.partition, recs); err != nil {
+		var err error
+		if p, required, err = c.appendLockedAt(e.partition, recs); err != nil {
 			c.lg.Warn("offset commit not stored", "group", id, "err", err)
 			for _, i := range stored {
 				errs[i] = storeError(err)
@@ -567,7 +617,7 @@ func (c *Coordinator) CommitOffsets(id, member string, instance *string, generat
 	}
 	c.dropIfUnusedLocked(id, e)
 	c.scheduleLocked(id, e)
-	return errs, nil
+	return errs, p, required, stored, nil
 }
 
 func asKerr(err error) *kerr.Error {
@@ -583,7 +633,8 @@ func storeError(err error) error {
 	switch {
 	case errors.Is(err, replica.ErrNotLeaderOrFollower), errors.Is(err, replica.ErrUnknownTopicOrPartition):
 		return kerr.NotCoordinator
-	case errors.Is(err, replica.ErrNotEnoughReplicas):
+	case errors.Is(err, replica.ErrNotEnoughReplicas), errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend):
+		// Kafka's answer to a commit its replicas did not take.
 		return kerr.CoordinatorNotAvailable
 	}
 	return kerr.UnknownServerError

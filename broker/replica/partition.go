@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -36,6 +37,10 @@ type Partition struct {
 	// otherwise): each follower's fetch state and the ISR the high
 	// watermark counts (isr.Leader, pure rules).
 	leaderState *isr.Leader
+	// hwMoved is closed (and replaced) when the high watermark advances
+	// or the leadership ends: WaitHighWatermark waits on it. Guarded by
+	// hwMu.
+	hwMoved chan struct{}
 }
 
 // Topic is the partition's topic.
@@ -109,6 +114,7 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 	if !isLeader {
 		p.hwMu.Lock()
 		p.leaderState = nil
+		p.wakeHWLocked()
 		p.hwMu.Unlock()
 		if wasLeader {
 			// Produces waiting for the ISR, and fetches, learn at once.
@@ -238,10 +244,48 @@ func (p *Partition) maybeIncrementHighWatermark() {
 // leader state's; hwMu is held.
 func (p *Partition) applyHighWatermarkLocked() bool {
 	old := p.log.HighWatermark()
-	if hw := p.leaderState.HW(); hw > old {
-		return p.log.SetHighWatermark(hw) > old
+	if hw := p.leaderState.HW(); hw > old && p.log.SetHighWatermark(hw) > old {
+		p.wakeHWLocked()
+		return true
 	}
 	return false
+}
+
+// wakeHWLocked wakes WaitHighWatermark; hwMu is held.
+func (p *Partition) wakeHWLocked() {
+	if p.hwMoved != nil {
+		close(p.hwMoved)
+		p.hwMoved = nil
+	}
+}
+
+// WaitHighWatermark waits until the high watermark reaches offset (the
+// ISR has everything below it), for writers that answer only once their
+// records are committed (the group coordinator's offset commits). It
+// fails with ErrNotLeaderOrFollower when the leadership ends first, or
+// the context's error.
+func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
+	for {
+		p.hwMu.Lock()
+		if p.leaderState == nil {
+			p.hwMu.Unlock()
+			return fmt.Errorf("%w: leadership ended before the records were committed", ErrNotLeaderOrFollower)
+		}
+		if p.log.HighWatermark() >= offset {
+			p.hwMu.Unlock()
+			return nil
+		}
+		if p.hwMoved == nil {
+			p.hwMoved = make(chan struct{})
+		}
+		ch := p.hwMoved
+		p.hwMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // FollowerFetch records a fetch from follower replica at fetchOffset (its
