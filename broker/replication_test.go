@@ -171,6 +171,9 @@ func TestOffsetsReplicated(t *testing.T) {
 	c := brokertest.StartCluster(t, 3, brokertest.WithConfig("controlled.shutdown.max.retries", "0"))
 	adm := newAdmin(t, c.Addrs()...)
 	createTopic(t, adm, "data", 2, nil)
+	for _, b := range c.Brokers {
+		waitFor(t, 10*time.Second, "the topic on every broker", func() bool { return b.Cache().Snapshot().Topics["data"] != nil })
+	}
 	var commit kadm.Offsets
 	commit.Add(kadm.Offset{Topic: "data", Partition: 0, At: 42, LeaderEpoch: -1})
 	commit.Add(kadm.Offset{Topic: "data", Partition: 1, At: 7, LeaderEpoch: -1})
