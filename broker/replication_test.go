@@ -211,3 +211,43 @@ func TestOffsetsReplicated(t *testing.T) {
 		return ok0 && ok1 && o0.At == 42 && o1.At == 7
 	})
 }
+
+// TestElectLeaders: a partition's preferred replica (its first) stops and
+// comes back as a follower; ElectLeaders (preferred) gives it the
+// leadership back, and says ELECTION_NOT_NEEDED for partitions already
+// led by their preferred replica; with auto.leader.rebalance.enable the
+// controller does the same by itself every
+// leader.imbalance.check.interval.seconds.
+func TestElectLeaders(t *testing.T) {
+	for _, auto := range []bool{false, true} {
+		t.Run(fmt.Sprintf("auto=%v", auto), func(t *testing.T) {
+			sets := []brokertest.Option{brokertest.WithConfig("controlled.shutdown.max.retries", "0")}
+			if auto {
+				sets = append(sets, brokertest.WithConfig("leader.imbalance.check.interval.seconds", "1"))
+			} else {
+				sets = append(sets, brokertest.WithConfig("auto.leader.rebalance.enable", "false"))
+			}
+			c := brokertest.StartCluster(t, 3, sets...)
+			createReplicated(t, c, "pref", map[int32][]int32{0: {1, 0, 2}, 1: {2, 0, 1}}, nil)
+			led := func(b *brokertest.Broker, p int32, by int32) bool {
+				tp := b.Cache().Snapshot().Topics["pref"]
+				return tp != nil && len(tp.Partitions) == 2 && tp.Partitions[p].Leader == by && len(tp.Partitions[p].ISR) == 3
+			}
+			waitFor(t, 10*time.Second, "preferred leaders with full ISRs", func() bool { return led(c.Brokers[0], 0, 1) && led(c.Brokers[0], 1, 2) })
+			c.Brokers[1].Restart() // leads partition 0 elsewhere meanwhile, comes back a follower
+			waitFor(t, 15*time.Second, "broker 1 back in the ISR, not leading", func() bool {
+				tp := c.Brokers[0].Cache().Snapshot().Topics["pref"]
+				p := tp.Partitions[0]
+				return p.Leader != 1 && len(p.ISR) == 3
+			})
+			if !auto {
+				adm := newAdmin(t, c.Addrs()...)
+				res, err := adm.ElectLeaders(testCtx(t), kadm.ElectPreferredReplica, kadm.TopicsSet{"pref": {0: {}, 1: {}}})
+				require.NoError(t, err)
+				require.NoError(t, res["pref"][0].Err)
+				require.ErrorIs(t, res["pref"][1].Err, kerr.ElectionNotNeeded)
+			}
+			waitFor(t, 15*time.Second, "broker 1 leading partition 0 again", func() bool { return led(c.Brokers[0], 0, 1) })
+		})
+	}
+}

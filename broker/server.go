@@ -479,10 +479,13 @@ func (s *Server) Start() (err error) {
 		NewChannel: func() controller.Channel {
 			return channel.New(channel.Config{ControllerID: cfg.BrokerID, Logger: s.lg})
 		},
-		Local:                 s.handleControl,
-		Listener:              cfg.InterBrokerListenerName,
-		UncleanLeaderElection: func() bool { return s.cfg.Load().UncleanLeaderElectionEnable },
-		DeleteTopicEnable:     func() bool { return s.cfg.Load().DeleteTopicEnable },
+		Local:                        s.handleControl,
+		Listener:                     cfg.InterBrokerListenerName,
+		UncleanLeaderElection:        func() bool { return s.cfg.Load().UncleanLeaderElectionEnable },
+		DeleteTopicEnable:            func() bool { return s.cfg.Load().DeleteTopicEnable },
+		AutoLeaderRebalance:          func() bool { return s.cfg.Load().AutoLeaderRebalanceEnable },
+		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+		LeaderImbalancePerBrokerPct:  func() int { return s.cfg.Load().LeaderImbalancePerBrokerPercentage },
 	})
 	s.fetches = purgatory.New[purgatory.Key]("fetch", purgatory.WithLogger(s.lg))
 	s.produces = purgatory.New[purgatory.Key]("produce", purgatory.WithLogger(s.lg))

@@ -51,6 +51,7 @@ var apis = []api{
 	{key: 35, min: 0, max: 5, handle: (*Handler).handleDescribeLogDirs},
 	{key: 37, min: 0, max: 3, handle: (*Handler).handleCreatePartitions},
 	{key: 42, min: 0, max: 3, handle: (*Handler).handleDeleteGroups},
+	{key: 43, min: 0, max: 2, handle: (*Handler).handleElectLeaders},
 	{key: 44, min: 0, max: 1, handle: (*Handler).handleIncrementalAlterConfigs},
 	{key: 47, min: 0, max: 0, handle: (*Handler).handleOffsetDelete},
 	{key: 56, min: 0, max: 3, handle: (*Handler).handleControl, control: true},

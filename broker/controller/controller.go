@@ -66,11 +66,19 @@ type Config struct {
 	UncleanLeaderElection func() bool
 	// DeleteTopicEnable is delete.topic.enable.
 	DeleteTopicEnable func() bool
+	// AutoLeaderRebalance is auto.leader.rebalance.enable; every
+	// LeaderImbalanceCheckInterval (leader.imbalance.check.interval.seconds,
+	// 0: never) the controller elects preferred leaders for brokers above
+	// LeaderImbalancePerBrokerPct (leader.imbalance.per.broker.percentage).
+	AutoLeaderRebalance          func() bool
+	LeaderImbalanceCheckInterval time.Duration
+	LeaderImbalancePerBrokerPct  func() int
 }
 
 // Controller is this broker's controller role: it competes for
 // /controller and, while it holds it, makes the topic changes.
 type Controller struct {
+	cfg   Config
 	id    int32
 	store metadata.Store
 	cache *Cache
@@ -128,7 +136,7 @@ func New(cfg Config) *Controller {
 	if cfg.NewChannel == nil {
 		panic("controller: Config.NewChannel is required")
 	}
-	c := &Controller{id: cfg.BrokerID, store: cfg.Store, cache: cfg.Cache, now: cfg.Clock,
+	c := &Controller{cfg: cfg, id: cfg.BrokerID, store: cfg.Store, cache: cfg.Cache, now: cfg.Clock,
 		lg: cfg.Logger.With("component", "controller"), canHost: cfg.CanHost, rejoin: make(chan struct{}, 1),
 		newChannel: cfg.NewChannel, local: cfg.Local, listener: cfg.Listener,
 		uncleanDefault: cfg.UncleanLeaderElection, deleteEnabled: cfg.DeleteTopicEnable,
@@ -145,6 +153,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	c.wg.Go(c.run)
 	c.wg.Go(c.eventLoop)
+	if c.cfg.LeaderImbalanceCheckInterval > 0 && c.cfg.LeaderImbalancePerBrokerPct != nil {
+		c.wg.Go(func() {
+			c.rebalanceLoop(c.cfg.LeaderImbalanceCheckInterval, c.cfg.LeaderImbalancePerBrokerPct, c.cfg.AutoLeaderRebalance)
+		})
+	}
 	return nil
 }
 
