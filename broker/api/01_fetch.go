@@ -29,6 +29,13 @@ import (
 // * Consumers read up to the high watermark; read_committed up to the last
 //   stable offset, which without transactions is the high watermark.
 //   Aborted transactions: null for read_uncommitted, [] for read_committed
+// * Followers (replica id >= 0, ReplicaState from v15) read up to the log
+//   end; their fetch offset is their log end offset, which the leader
+//   records (the high watermark follows the ISR). A follower whose
+//   last_fetched_epoch (v12+) ends earlier on the leader, or which the
+//   leader does not have, gets no records and the diverging epoch (the
+//   leader's largest epoch at or below it and where it ends), and
+//   truncates there
 // * Errors per partition: OFFSET_OUT_OF_RANGE (offsets -1), UNKNOWN_TOPIC_OR_PARTITION,
 //   UNKNOWN_TOPIC_ID (v13+), NOT_LEADER_OR_FOLLOWER (with the leader in
 //   current_leader and node_endpoints from v12/v16), FENCED_LEADER_EPOCH /

@@ -3,18 +3,25 @@
 // and high watermark. It is Kafka's ReplicaManager and Partition.
 //
 // The controller decides roles; the broker hands its decisions to
-// ApplyLeaderAndISR (Kafka's LeaderAndIsr request) and StopReplica. Today
-// a broker is only ever a leader: follower fetching, ISR shrink and
-// expand arrive with replication, and the types are shaped for them
-// (Replicas, ISR, LeaderEpoch and the high-watermark rule below).
+// ApplyLeaderAndISR (Kafka's LeaderAndIsr request) and StopReplica. A
+// leader keeps its replication state in replica/isr (each follower's
+// fetch state, the ISR its high watermark counts), records follower
+// fetches (FollowerFetch), asks the controller for ISR changes
+// (AlterPartition, through Config.AlterISR: shrinks every half of
+// replica.lag.time.max.ms, expansions when a follower catches up). A
+// follower is fed by replica/fetcher (AppendFetched, Truncate), every
+// call checked against the leader epoch it was made in.
 //
 // # High watermark
 //
 // The high watermark (HW) is the smallest log end offset (LEO) among the
-// in-sync replicas. While the ISR is the leader alone, as on a single
-// node, HW = LEO right after every append. The HW never moves backwards
-// on a leader; every time it advances the OnHighWatermark hook is called
-// so that delayed fetches waiting on the partition can complete.
+// in-sync replicas (and a replica whose joining is pending). While the ISR
+// is the leader alone, as on a single node, HW = LEO right after every
+// append. The HW never moves backwards on a leader; every time it
+// advances, and at every append of a partition with followers (they
+// long-poll at the log end), the OnHighWatermark hook is called so that
+// delayed fetches and acks=all produces waiting on the partition can
+// complete. A follower's HW is the leader's, up to its own LEO.
 //
 //	offsets:  LogStartOffset ... HW ............ LEO
 //	          |<-- consumers see -->|<- not yet ->|
