@@ -93,28 +93,17 @@ func (s *Server) sendAlterISR(ctx context.Context, u replica.ISRUpdate) replica.
 	}
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	got := make(chan replica.ISRUpdateResult, 1)
-	ch.Send(ctrlID, req, func(r kmsg.Response, err error) {
-		if err != nil {
-			got <- replica.ISRUpdateResult{Err: err}
-			return
-		}
-		resp := r.(*kmsg.AlterPartitionResponse)
-		if resp.ErrorCode != 0 {
-			got <- replica.ISRUpdateResult{Err: kerr.ErrorForCode(resp.ErrorCode)}
-			return
-		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			got <- replica.ISRUpdateResult{Err: errors.New("malformed AlterPartition answer")}
-			return
-		}
-		p := resp.Topics[0].Partitions[0]
-		got <- replica.ISRUpdateResult{Err: kerr.ErrorForCode(p.ErrorCode), ISR: p.ISR, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}
-	})
-	select {
-	case r := <-got:
-		return r
-	case <-ctx.Done():
-		return replica.ISRUpdateResult{Err: ctx.Err()}
+	r, err := ch.Request(ctx, ctrlID, req)
+	if err != nil {
+		return replica.ISRUpdateResult{Err: err}
 	}
+	resp := r.(*kmsg.AlterPartitionResponse)
+	if resp.ErrorCode != 0 {
+		return replica.ISRUpdateResult{Err: kerr.ErrorForCode(resp.ErrorCode)}
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return replica.ISRUpdateResult{Err: errors.New("malformed AlterPartition answer")}
+	}
+	p := resp.Topics[0].Partitions[0]
+	return replica.ISRUpdateResult{Err: kerr.ErrorForCode(p.ErrorCode), ISR: p.ISR, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}
 }

@@ -373,8 +373,7 @@ func (s *Server) Handle(r *network.Request) {
 // fromController: a controller's connection (api.Handler.FromController,
 // decided before the handler exists).
 func (s *Server) fromController(r *network.Request) bool {
-	return r.Listener == s.static.InterBrokerListenerName && r.ClientID != nil &&
-		strings.HasPrefix(*r.ClientID, api.ControllerClientPrefix)
+	return api.IsControllerConn(r, s.static.InterBrokerListenerName)
 }
 
 // endStartUp releases the requests waiting for start-up to end.

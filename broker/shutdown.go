@@ -84,26 +84,16 @@ func (s *Server) askControlledShutdown(ctx context.Context) (int, error) {
 	ch.AddBroker(ctrlID, e.Host+":"+strconv.Itoa(int(e.Port)))
 	req := kmsg.NewPtrControlledShutdownRequest()
 	req.BrokerID, req.BrokerEpoch = id, epoch
-	type result struct {
-		resp kmsg.Response
-		err  error
-	}
-	done := make(chan result, 1)
-	ch.Send(ctrlID, req, func(r kmsg.Response, err error) { done <- result{r, err} })
-	t := time.NewTimer(controlledShutdownTimeout)
-	defer t.Stop()
-	var r result
-	select {
-	case r = <-done:
-	case <-t.C:
+	rctx, cancel := context.WithTimeout(ctx, controlledShutdownTimeout)
+	defer cancel()
+	r, err := ch.Request(rctx, ctrlID, req)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return 0, fmt.Errorf("controller %d at %s did not answer within %s", ctrlID, e.Host, controlledShutdownTimeout)
-	case <-ctx.Done():
-		return 0, ctx.Err()
 	}
-	if r.err != nil {
-		return 0, r.err
+	if err != nil {
+		return 0, err
 	}
-	resp := r.resp.(*kmsg.ControlledShutdownResponse)
+	resp := r.(*kmsg.ControlledShutdownResponse)
 	if resp.ErrorCode != 0 {
 		return len(resp.PartitionsRemaining), kerr.ErrorForCode(resp.ErrorCode)
 	}

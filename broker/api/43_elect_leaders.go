@@ -2,13 +2,14 @@ package api
 
 import (
 	"errors"
+	"maps"
 	"slices"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/controller/statemachine"
 )
 
 // ElectLeaders: v0-2
@@ -65,7 +66,7 @@ func (h *Handler) handleElectLeaders(c *call) {
 		}
 	}
 	byTopic := map[string]int{}
-	for _, tp := range sortTPs(results) {
+	for _, tp := range slices.SortedFunc(maps.Keys(results), statemachine.Compare) {
 		i, ok := byTopic[tp.Topic]
 		if !ok {
 			rt := kmsg.NewElectLeadersResponseTopic()
@@ -89,18 +90,4 @@ func (h *Handler) handleElectLeaders(c *call) {
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
 	}
 	c.respond(resp)
-}
-
-func sortTPs(m map[controller.TP]error) []controller.TP {
-	out := make([]controller.TP, 0, len(m))
-	for tp := range m {
-		out = append(out, tp)
-	}
-	slices.SortFunc(out, func(a, b controller.TP) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-			return c
-		}
-		return int(a.Partition - b.Partition)
-	})
-	return out
 }

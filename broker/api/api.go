@@ -227,7 +227,14 @@ const ControllerClientPrefix = "qk-controller-"
 // id. Only those are served the inter-broker APIs (and shown them in
 // ApiVersions); their epochs are checked by the broker.
 func (h *Handler) FromController(r *network.Request) bool {
-	return h.cfg.Control != nil && r.Listener == h.cfg.InterBrokerListener && strings.HasPrefix(clientID(r), ControllerClientPrefix)
+	return h.cfg.Control != nil && IsControllerConn(r, h.cfg.InterBrokerListener)
+}
+
+// IsControllerConn tells whether r came on the inter-broker listener with
+// a controller's client id; FromController without the handler, for the
+// broker to decide before it has one.
+func IsControllerConn(r *network.Request, interBrokerListener string) bool {
+	return r.Listener == interBrokerListener && strings.HasPrefix(clientID(r), ControllerClientPrefix)
 }
 
 // broker is the current broker configuration.

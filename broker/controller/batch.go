@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/binary"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -89,22 +90,7 @@ func (b *requestBatch) empty() bool {
 	return len(b.leaderAndIsr) == 0 && len(b.updateMetadata) == 0 && len(b.stopReplica) == 0
 }
 
-func sortedTPs[V any](m map[TP]V) []TP {
-	out := make([]TP, 0, len(m))
-	for tp := range m {
-		out = append(out, tp)
-	}
-	slices.SortFunc(out, func(a, b TP) int {
-		if a.Topic != b.Topic {
-			if a.Topic < b.Topic {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Partition - b.Partition)
-	})
-	return out
-}
+func sortedTPs[V any](m map[TP]V) []TP { return slices.SortedFunc(maps.Keys(m), statemachine.Compare) }
 
 // send builds the batch's requests from the context and queues them: per
 // broker, LeaderAndIsr, then UpdateMetadata, then StopReplica, as Kafka's
@@ -115,7 +101,7 @@ func (c *Controller) send(b *requestBatch) {
 		return
 	}
 	cc := c.cc
-	for _, id := range sortedIDs(b.leaderAndIsr) {
+	for _, id := range slices.Sorted(maps.Keys(b.leaderAndIsr)) {
 		lb, ok := cc.live[id]
 		if !ok {
 			continue
@@ -123,7 +109,7 @@ func (c *Controller) send(b *requestBatch) {
 		req := c.leaderAndIsrRequest(lb, b.leaderAndIsr[id])
 		c.ch.Send(id, req, c.onLeaderAndIsrResponse(id))
 	}
-	for _, id := range sortedIDs(b.updateMetadata) {
+	for _, id := range slices.Sorted(maps.Keys(b.updateMetadata)) {
 		lb, ok := cc.live[id]
 		if !ok {
 			continue
@@ -137,7 +123,7 @@ func (c *Controller) send(b *requestBatch) {
 		}
 		c.ch.Send(id, c.updateMetadataRequest(lb, tps), c.onUpdateMetadataResponse(id))
 	}
-	for _, id := range sortedIDs(b.stopReplica) {
+	for _, id := range slices.Sorted(maps.Keys(b.stopReplica)) {
 		lb, ok := cc.live[id]
 		if !ok {
 			continue
@@ -145,15 +131,6 @@ func (c *Controller) send(b *requestBatch) {
 		parts := b.stopReplica[id]
 		c.ch.Send(id, c.stopReplicaRequest(lb, parts), c.onStopReplicaResponse(id, parts))
 	}
-}
-
-func sortedIDs[V any](m map[int32]V) []int32 {
-	out := make([]int32, 0, len(m))
-	for id := range m {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // leaderAndIsrRequest is a LeaderAndIsr (v7 layout) for broker lb.
@@ -190,7 +167,7 @@ func (c *Controller) leaderAndIsrRequest(lb liveBroker, parts map[TP]bool) *kmsg
 			leaders[s.Leader] = true
 		}
 	}
-	for _, id := range sortedIDs(leaders) {
+	for _, id := range slices.Sorted(maps.Keys(leaders)) {
 		l, ok := cc.live[id]
 		if !ok {
 			continue

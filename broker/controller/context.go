@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -107,7 +108,7 @@ func (cc *controllerContext) partitions(topic string) []TP {
 // allPartitions lists every partition, sorted.
 func (cc *controllerContext) allPartitions() []TP {
 	var out []TP
-	for _, name := range sortedKeys(cc.topics) {
+	for _, name := range slices.Sorted(maps.Keys(cc.topics)) {
 		out = append(out, cc.partitions(name)...)
 	}
 	return out
@@ -124,17 +125,7 @@ func (cc *controllerContext) partitionsOn(id int32) []TP {
 	return out
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// readLiveBrokers reads the registrations under /brokers/ids, watching
-// the children when watch is set.
+// readLiveBrokers reads the registrations under /brokers/ids.
 func readLiveBrokers(ctx context.Context, st metadata.Store) (map[int32]liveBroker, error) {
 	ids, _, err := st.Children(ctx, metadata.BrokerIDsPath)
 	if err != nil {

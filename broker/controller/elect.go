@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -133,7 +134,7 @@ func (c *Controller) autoRebalance(pct int) {
 		preferring[r[0]] = append(preferring[r[0]], tp)
 	}
 	var elect []TP
-	for _, id := range sortedIDs(preferring) {
+	for _, id := range slices.Sorted(maps.Keys(preferring)) {
 		if !cc.isOnline(id) {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -296,7 +297,7 @@ func (c *Controller) processBrokerChange() {
 		return
 	}
 	c.lg.Info("broker change", "dead_or_bounced", fmt.Sprint(dead), "new_or_bounced", fmt.Sprint(started),
-		"live", fmt.Sprint(sortedInt32Keys(now)))
+		"live", fmt.Sprint(slices.Sorted(maps.Keys(now))))
 	b := newBatch()
 	for _, id := range dead {
 		delete(cc.live, id)
@@ -317,8 +318,6 @@ func (c *Controller) processBrokerChange() {
 	b.addUpdateMetadata(cc.liveIDs())
 	c.send(b)
 }
-
-func sortedInt32Keys[V any](m map[int32]V) []int32 { return sortedIDs(m) }
 
 // retryLater queues ev again after a failed store call.
 func (c *Controller) retryLater(what string, err error, ev func()) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 
 	"github.com/qk-project/qk/broker/controller/statemachine"
@@ -26,7 +27,7 @@ func (c *Controller) processTopicChange() {
 	}
 	cc := c.cc
 	b := newBatch()
-	for _, name := range sortedKeys(cc.topics) {
+	for _, name := range slices.Sorted(maps.Keys(cc.topics)) {
 		if !slices.Contains(names, name) {
 			c.lg.Warn("topic removed from the store by another tool", "topic", name)
 			c.dropFromBrokers(name)
@@ -259,7 +260,7 @@ func (c *Controller) onReplicasDeleted(id int32, parts map[TP]bool, failed map[T
 	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
-	for _, name := range sortedKeys(topics) {
+	for _, name := range slices.Sorted(maps.Keys(topics)) {
 		c.maybeCompleteDeletion(ctx, name)
 	}
 }

@@ -228,6 +228,24 @@ func (m *Manager) Send(id int32, req kmsg.Request, cb func(kmsg.Response, error)
 	}
 }
 
+// Request is Send that waits for the answer, or for ctx. A request
+// abandoned at ctx's end stays queued and is still sent (its answer is
+// dropped); Remove or Close ends it.
+func (m *Manager) Request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
+	type answer struct {
+		resp kmsg.Response
+		err  error
+	}
+	done := make(chan answer, 1)
+	m.Send(id, req, func(r kmsg.Response, err error) { done <- answer{r, err} })
+	select {
+	case a := <-done:
+		return a.resp, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // Brokers returns the ids that have a sender, in increasing order.
 func (m *Manager) Brokers() []int32 {
 	m.mu.Lock()

@@ -200,7 +200,7 @@ func (m *Machine) PartitionsIn(states ...PartitionState) []TopicPartition {
 			out = append(out, tp)
 		}
 	}
-	slices.SortFunc(out, compareTP)
+	slices.SortFunc(out, Compare)
 	return out
 }
 
@@ -213,7 +213,7 @@ func (m *Machine) ReplicasIn(topic string, states ...ReplicaState) []PartitionRe
 		}
 	}
 	slices.SortFunc(out, func(a, b PartitionReplica) int {
-		if c := compareTP(a.TopicPartition, b.TopicPartition); c != 0 {
+		if c := Compare(a.TopicPartition, b.TopicPartition); c != 0 {
 			return c
 		}
 		return int(a.Replica - b.Replica)
@@ -227,7 +227,8 @@ func (m *Machine) Forget(topic string) {
 	maps.DeleteFunc(m.replicas, func(pr PartitionReplica, _ ReplicaState) bool { return pr.Topic == topic })
 }
 
-func compareTP(a, b TopicPartition) int {
+// Compare orders partitions by topic, then partition number.
+func Compare(a, b TopicPartition) int {
 	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 		return c
 	}

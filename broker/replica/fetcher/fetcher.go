@@ -57,7 +57,7 @@ type Follower interface {
 // Sender sends requests to one leader broker (controller/channel).
 type Sender interface {
 	AddBroker(id int32, addr string)
-	Send(id int32, req kmsg.Request, cb func(kmsg.Response, error))
+	Request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error)
 	Close()
 }
 
@@ -369,29 +369,15 @@ func (ft *fetcher) request(items []fetchItem) *kmsg.FetchRequest {
 
 // send sends req to the leader and waits for the answer.
 func (ft *fetcher) send(req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
-	done := make(chan struct {
-		r   kmsg.Response
-		err error
-	}, 1)
-	ft.sender.Send(ft.key.leader, req, func(r kmsg.Response, err error) {
-		done <- struct {
-			r   kmsg.Response
-			err error
-		}{r, err}
-	})
-	select {
-	case <-ft.ctx.Done():
-		return nil, ft.ctx.Err()
-	case d := <-done:
-		if d.err != nil {
-			return nil, d.err
-		}
-		resp := d.r.(*kmsg.FetchResponse)
-		if resp.ErrorCode != 0 {
-			return nil, kerr.ErrorForCode(resp.ErrorCode)
-		}
-		return resp, nil
+	r, err := ft.sender.Request(ft.ctx, ft.key.leader, req)
+	if err != nil {
+		return nil, err
 	}
+	resp := r.(*kmsg.FetchResponse)
+	if resp.ErrorCode != 0 {
+		return nil, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	return resp, nil
 }
 
 func (ft *fetcher) backoffAll(items []fetchItem) {
@@ -513,31 +499,17 @@ func (ft *fetcher) listOffset(it fetchItem, timestamp int64) (int64, error) {
 	p.Partition, p.CurrentLeaderEpoch, p.Timestamp = it.p.tp.Partition, it.leaderEpoch, timestamp
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
-	done := make(chan struct {
-		r   kmsg.Response
-		err error
-	}, 1)
-	ft.sender.Send(ft.key.leader, req, func(r kmsg.Response, err error) {
-		done <- struct {
-			r   kmsg.Response
-			err error
-		}{r, err}
-	})
-	select {
-	case <-ft.ctx.Done():
-		return 0, ft.ctx.Err()
-	case d := <-done:
-		if d.err != nil {
-			return 0, d.err
-		}
-		resp := d.r.(*kmsg.ListOffsetsResponse)
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return 0, errors.New("fetcher: malformed ListOffsets answer")
-		}
-		rp := resp.Topics[0].Partitions[0]
-		if rp.ErrorCode != 0 {
-			return 0, kerr.ErrorForCode(rp.ErrorCode)
-		}
-		return rp.Offset, nil
+	r, err := ft.sender.Request(ft.ctx, ft.key.leader, req)
+	if err != nil {
+		return 0, err
 	}
+	resp := r.(*kmsg.ListOffsetsResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, errors.New("fetcher: malformed ListOffsets answer")
+	}
+	rp := resp.Topics[0].Partitions[0]
+	if rp.ErrorCode != 0 {
+		return 0, kerr.ErrorForCode(rp.ErrorCode)
+	}
+	return rp.Offset, nil
 }
