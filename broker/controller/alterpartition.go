@@ -101,6 +101,16 @@ func (c *Controller) AlterPartition(ctx context.Context, brokerID int32, brokerE
 		c.lg.Info("ISR changed", "topic", w.tp.Topic, "partition", w.tp.Partition, "isr", w.state.ISR,
 			"leader", w.state.Leader, "leader_epoch", w.state.LeaderEpoch, "partition_epoch", cc.states[w.tp].PartitionEpoch)
 	}
+	var reassigning []TP
+	for tp := range done {
+		if cc.assignmentOf(tp).IsBeingReassigned() {
+			reassigning = append(reassigning, tp)
+		}
+	}
+	if len(reassigning) > 0 {
+		slices.SortFunc(reassigning, statemachine.Compare)
+		c.enqueue(func() { c.onReassigningISRChange(reassigning) })
+	}
 	for tp, i := range index {
 		if !done[tp] {
 			// The write failed (the state moved under it, or the store):

@@ -159,7 +159,8 @@ func (c *Controller) leaderAndIsrRequest(lb liveBroker, parts map[TP]bool) *kmsg
 		ps.Topic, ps.Partition = tp.Topic, tp.Partition
 		ps.ControllerEpoch = c.epoch.Load()
 		ps.Leader, ps.LeaderEpoch, ps.ISR, ps.ZKVersion = s.Leader, s.LeaderEpoch, slices.Clone(s.ISR), s.PartitionEpoch
-		ps.Replicas = slices.Clone(cc.replicas(tp))
+		a := cc.assignmentOf(tp)
+		ps.Replicas, ps.AddingReplicas, ps.RemovingReplicas = slices.Clone(a.Replicas), slices.Clone(a.Adding), slices.Clone(a.Removing)
 		ps.IsNew = parts[tp]
 		ps.LeaderRecoveryState = s.LeaderRecoveryState
 		cur.PartitionStates = append(cur.PartitionStates, ps)

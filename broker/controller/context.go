@@ -29,7 +29,11 @@ type liveBroker struct {
 // topicInfo is a topic's assignment as the controller knows it.
 type topicInfo struct {
 	id         [16]byte
-	assignment map[int32][]int32
+	assignment map[int32][]int32 // the full replica set of each partition
+	// adding and removing are the replicas of partitions being
+	// reassigned that are being added or removed (KIP-455): a partition
+	// absent from both is not being reassigned.
+	adding, removing map[int32][]int32
 }
 
 // controllerContext is the cluster state the active controller works
@@ -90,6 +94,51 @@ func (cc *controllerContext) replicas(tp TP) []int32 {
 		return nil
 	}
 	return t.assignment[tp.Partition]
+}
+
+// assignmentOf is tp's assignment with the replicas a reassignment is
+// adding and removing.
+func (cc *controllerContext) assignmentOf(tp TP) statemachine.ReplicaAssignment {
+	t := cc.topics[tp.Topic]
+	if t == nil {
+		return statemachine.ReplicaAssignment{}
+	}
+	return statemachine.ReplicaAssignment{Replicas: t.assignment[tp.Partition], Adding: t.adding[tp.Partition],
+		Removing: t.removing[tp.Partition]}
+}
+
+// setAssignment records tp's assignment (after it was written).
+func (cc *controllerContext) setAssignment(tp TP, a statemachine.ReplicaAssignment) {
+	t := cc.topics[tp.Topic]
+	if t == nil {
+		return
+	}
+	if t.adding == nil {
+		t.adding, t.removing = map[int32][]int32{}, map[int32][]int32{}
+	}
+	t.assignment[tp.Partition] = slices.Clone(a.Replicas)
+	if len(a.Adding) > 0 {
+		t.adding[tp.Partition] = slices.Clone(a.Adding)
+	} else {
+		delete(t.adding, tp.Partition)
+	}
+	if len(a.Removing) > 0 {
+		t.removing[tp.Partition] = slices.Clone(a.Removing)
+	} else {
+		delete(t.removing, tp.Partition)
+	}
+}
+
+// reassigning lists the partitions being reassigned, sorted (Kafka's
+// partitionsBeingReassigned).
+func (cc *controllerContext) reassigning() []TP {
+	var out []TP
+	for _, tp := range cc.allPartitions() {
+		if cc.assignmentOf(tp).IsBeingReassigned() {
+			out = append(out, tp)
+		}
+	}
+	return out
 }
 
 // partitions lists a topic's partitions, ascending.
@@ -168,7 +217,7 @@ func readTopicInfo(ctx context.Context, st metadata.Store, name string) (*topicI
 			return nil, fmt.Errorf("%w: topic %s has %d partitions but no partition %d", metadata.ErrMalformed, name, len(a.Partitions), p)
 		}
 	}
-	return &topicInfo{id: a.TopicID, assignment: a.Partitions}, nil
+	return &topicInfo{id: a.TopicID, assignment: a.Partitions, adding: a.AddingReplicas, removing: a.RemovingReplicas}, nil
 }
 
 // readState reads a partition's state node; ok is false when it has none.

@@ -128,7 +128,7 @@ func (c *Controller) autoRebalance(pct int) {
 	preferring := map[int32][]TP{}
 	for _, tp := range cc.allPartitions() {
 		r := cc.replicas(tp)
-		if len(r) == 0 || cc.toDelete[tp.Topic] {
+		if len(r) == 0 || cc.toDelete[tp.Topic] || cc.assignmentOf(tp).IsBeingReassigned() {
 			continue
 		}
 		preferring[r[0]] = append(preferring[r[0]], tp)

@@ -169,6 +169,7 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 	c.replicasOffline(ctx, b, offline)
 	c.reelectRestartedLeaders(ctx, b)
 	c.triggerOnlinePartitionStateChange(ctx, b)
+	c.resumeReassignments(ctx, b)
 	c.send(b)
 	c.lg.Info("controller state loaded", "brokers", len(cc.live), "topics", len(cc.topics),
 		"partitions", len(cc.allPartitions()), "took", c.now().Sub(start).Round(time.Millisecond))

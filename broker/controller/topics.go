@@ -192,6 +192,7 @@ func (c *Controller) processTopicDeletion() {
 		if !cc.toDelete[name] {
 			cc.toDelete[name] = true
 			c.lg.Info("deleting topic", "topic", name)
+			c.abandonReassignments(ctx, name)
 			// Every broker drops it now (LeaderDuringDelete).
 			b.addUpdateMetadata(cc.liveIDs(), cc.partitions(name)...)
 		}

@@ -551,3 +551,38 @@ func mustJSON(v any) []byte {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
+
+// PartitionReassignment is one entry of /admin/reassign_partitions, the
+// node through which Kafka's tools before 2.4 (and scripts that write
+// ZooKeeper) ask the controller for a reassignment.
+type PartitionReassignment struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Replicas  []int32 `json:"replicas"`
+}
+
+type reassignJSON struct {
+	Version    int                     `json:"version"`
+	Partitions []PartitionReassignment `json:"partitions"`
+}
+
+// MarshalReassignment encodes /admin/reassign_partitions (version 1).
+func MarshalReassignment(ps []PartitionReassignment) []byte {
+	if ps == nil {
+		ps = []PartitionReassignment{}
+	}
+	return mustJSON(reassignJSON{Version: 1, Partitions: ps})
+}
+
+// UnmarshalReassignment decodes /admin/reassign_partitions; fields other
+// tools add (log_dirs) are ignored.
+func UnmarshalReassignment(data []byte) ([]PartitionReassignment, error) {
+	var w reassignJSON
+	if err := unmarshal("partition reassignment", data, &w); err != nil {
+		return nil, err
+	}
+	if w.Version != 1 {
+		return nil, fmt.Errorf("%w: partition reassignment version %d, want 1", ErrMalformed, w.Version)
+	}
+	return w.Partitions, nil
+}
