@@ -127,6 +127,26 @@ func TestReassignment(t *testing.T) {
 		require.True(t, bytes.Equal(segment(c.Brokers[0]), segment(b)), "broker %d's copy of partition 0 differs", b.ID)
 	}
 
+	// DescribeLogDirs, per replica: every broker reports its copy of
+	// partition 0, of the leader's size; only broker 2 has partition 1.
+	dirs, err := adm.DescribeAllLogDirs(testCtx(t), kadm.TopicsSet{"moving": {0: {}, 1: {}}})
+	require.NoError(t, err)
+	sizes := map[int32]map[int32]int64{}
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		require.NoError(t, d.Err)
+		for _, p := range d.Topics.Sorted() {
+			if sizes[p.Partition] == nil {
+				sizes[p.Partition] = map[int32]int64{}
+			}
+			sizes[p.Partition][p.Broker] = p.Size
+		}
+	})
+	require.Len(t, sizes[0], 3)
+	require.Equal(t, lp.Log().Size(), sizes[0][1])
+	require.Equal(t, lp.Log().Size(), sizes[0][2])
+	require.Len(t, sizes[1], 1)
+	require.Contains(t, sizes[1], int32(2))
+
 	mu.Lock()
 	defer mu.Unlock()
 	total := 2000 + len(acked[0]) + len(acked[1])
