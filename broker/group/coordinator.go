@@ -54,8 +54,11 @@ type Coordinator struct {
 	groups  map[string]*entry
 	closed  bool
 	expirer *time.Timer
-	// outbox holds answers to send once mu is released.
-	outbox []func()
+	// outbox holds answers to send once mu is released, and stored the
+	// group metadata written meanwhile: the answers wait until the
+	// offsets partition's ISR has it, and learn its error if it fails.
+	outbox []func(storeErr error)
+	stored *groupWrite
 
 	wg sync.WaitGroup // loaders
 }
@@ -127,12 +130,64 @@ func (c *Coordinator) unloadLocked(id string, e *entry) {
 // unlock releases mu, then sends the answers queued in the outbox while
 // it was held: a callback answers a request and may call back into the
 // coordinator, so none runs under mu.
+//
+// When the section wrote group metadata (a join or sync completed), the
+// answers go once the offsets partition's ISR has it, as Kafka answers
+// SyncGroup after its append with acks=-1: a member is never handed an
+// assignment that a coordinator taking over from another replica would
+// not know. Without replication that is at once; otherwise a goroutine
+// waits (offsets.commit.timeout.ms at most), so the caller does not. If
+// the write fails, syncs get Kafka's error for it and the group
+// rebalances.
 func (c *Coordinator) unlock() {
-	out := c.outbox
-	c.outbox = nil
+	out, w := c.outbox, c.stored
+	c.outbox, c.stored = nil, nil
+	c.mu.Unlock()
+	if w == nil || len(out) == 0 || (w.err == nil && w.p.HighWatermark() >= w.required) {
+		var err error
+		if w != nil {
+			err = w.err
+		}
+		c.answer(out, w, err)
+		return
+	}
+	if w.err != nil {
+		c.answer(out, w, w.err)
+		return
+	}
+	go func() { c.answer(out, w, c.awaitCommitted(w.p, w.required)) }()
+}
+
+// groupWrite is group metadata appended under mu: where, and the high
+// watermark that commits it (or why it could not be appended).
+type groupWrite struct {
+	id       string
+	e        *entry
+	gen      int32
+	p        *replica.Partition
+	required int64
+	err      error
+}
+
+// answer sends the queued answers with the outcome of the group write;
+// a failed one drops the generation's assignments and rebalances.
+func (c *Coordinator) answer(out []func(error), w *groupWrite, err error) {
+	for _, f := range out {
+		f(err)
+	}
+	if err == nil || w == nil {
+		return
+	}
+	c.lg.Warn("group metadata not replicated; the group rebalances", "group", w.id, "generation", w.gen, "err", err)
+	c.mu.Lock()
+	if c.groups[w.id] == w.e {
+		w.e.g.AssignmentNotStored(w.gen, c.now())
+		c.scheduleLocked(w.id, w.e)
+	}
+	out, c.outbox, c.stored = c.outbox, nil, nil
 	c.mu.Unlock()
 	for _, f := range out {
-		f()
+		f(nil)
 	}
 }
 
@@ -148,7 +203,12 @@ func (c *Coordinator) OnLeader(partition, leaderEpoch int32) {
 		c.mu.Unlock()
 		return
 	}
-	if p, ok := c.parts[partition]; ok && p.epoch == leaderEpoch {
+	if p, ok := c.parts[partition]; ok && (p.epoch == leaderEpoch || !p.loading) {
+		// Still the leader, at a new epoch (the controller bumps it when
+		// a follower leaves the ISR): what is in memory is the log, as
+		// nobody else wrote to it. Kafka's makeLeader reloads only a
+		// partition that was not led here before.
+		p.epoch = leaderEpoch
 		c.mu.Unlock()
 		return
 	}
@@ -339,8 +399,12 @@ func (c *Coordinator) Check(id string) error {
 // dead group. It runs after every call into a group.
 func (c *Coordinator) afterLocked(id string, e *entry) {
 	if e.g.TakeDirty() {
-		if err := c.appendLocked(e.partition, []kv{{GroupKey(id).AppendTo(nil), e.g.Value().AppendTo(nil)}}); err != nil {
+		p, required, err := c.appendLockedAt(e.partition, []kv{{GroupKey(id).AppendTo(nil), e.g.Value().AppendTo(nil)}})
+		if err != nil {
 			c.lg.Error("cannot store group metadata", "group", id, "err", err)
+		}
+		if c.stored == nil || c.stored.err == nil {
+			c.stored = &groupWrite{id: id, e: e, gen: e.g.Generation(), p: p, required: required, err: err}
 		}
 	}
 	c.scheduleLocked(id, e)
@@ -435,11 +499,18 @@ func (c *Coordinator) awaitCommitted(p *replica.Partition, required int64) error
 // deferJoin wraps a join callback so the answer is sent after the lock
 // is released.
 func (c *Coordinator) deferJoin(cb func(JoinResult)) func(JoinResult) {
-	return func(r JoinResult) { c.outbox = append(c.outbox, func() { cb(r) }) }
+	return func(r JoinResult) { c.outbox = append(c.outbox, func(error) { cb(r) }) }
 }
 
 func (c *Coordinator) deferSync(cb func(SyncResult)) func(SyncResult) {
-	return func(r SyncResult) { c.outbox = append(c.outbox, func() { cb(r) }) }
+	return func(r SyncResult) {
+		c.outbox = append(c.outbox, func(storeErr error) {
+			if storeErr != nil && r.Err == nil {
+				r = SyncResult{Err: asKerr(storeError(storeErr))}
+			}
+			cb(r)
+		})
+	}
 }
 
 // Join handles JoinGroup; cb gets the answer, possibly later.

@@ -670,6 +670,22 @@ func (g *Group) Sync(req SyncRequest, now time.Time, cb func(SyncResult)) {
 	}
 }
 
+// AssignmentNotStored is told that the group metadata written when
+// generation's assignments arrived did not reach the offsets partition's
+// ISR (Kafka's resetAndPropagateAssignmentError and maybePrepareRebalance):
+// the members were answered with the error, the assignments are dropped,
+// and a new join phase starts, so that a coordinator that takes over from
+// the log and this one agree. A group that moved on since is left alone.
+func (g *Group) AssignmentNotStored(generation int32, now time.Time) {
+	if g.generation != generation || g.state != Stable {
+		return
+	}
+	for _, m := range g.members {
+		m.Assignment = nil
+	}
+	g.prepareRebalance(now)
+}
+
 func (g *Group) syncResult(m *Member) SyncResult {
 	a := m.Assignment
 	if a == nil {

@@ -139,6 +139,8 @@ func TestGroup(t *testing.T) {
 				for i, err := range g.Leave(lms, now) {
 					fmt.Fprintf(&out, "leave %s: %s\n", lms[i].MemberID, errName(err))
 				}
+			case "store-failed":
+				g.AssignmentNotStored(gen(), now)
 			case "commit":
 				fmt.Fprintf(&out, "commit: %s\n", errName(g.CheckCommit(arg("member", ""), instance(), gen(), now)))
 			case "tick":
