@@ -452,8 +452,11 @@ func (s *Server) Start() (err error) {
 		PartitionMaxBytes: int32(cfg.ReplicaFetchMaxBytes),
 		Backoff:           time.Duration(cfg.ReplicaFetchBackoffMs) * time.Millisecond,
 		NewSender: func() fetcher.Sender {
+			// One Fetch in flight per fetcher, each response appended
+			// before the next is sent: one read buffer per connection.
 			return channel.New(channel.Config{ControllerID: cfg.BrokerID, Logger: s.lg,
-				RequestTimeout: time.Duration(cfg.ReplicaSocketTimeoutMs) * time.Millisecond})
+				RequestTimeout:      time.Duration(cfg.ReplicaSocketTimeoutMs) * time.Millisecond,
+				ReuseResponseBuffer: true})
 		},
 		Logger: s.lg,
 	})

@@ -66,6 +66,16 @@ type Config struct {
 	// Dial opens connections; nil uses a net.Dialer. The context carries
 	// the attempt's deadline and is cancelled when the sender stops.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ReuseResponseBuffer reads every Fetch response of a connection
+	// into one buffer kept for the connection's life instead of a new
+	// one each: what a replica fetcher wants (responses of megabytes,
+	// many a second, each used up before its next fetch), where fresh
+	// buffers cost page faults, zeroing and GC for every fetch. A Fetch
+	// response's byte slices (its records) are then valid only until the
+	// next Fetch response from that broker is read: only for a caller
+	// with one Fetch in flight that is done with each response before it
+	// sends the next. Other responses get buffers of their own.
+	ReuseResponseBuffer bool
 }
 
 // Manager is the controller's set of senders, one per live broker

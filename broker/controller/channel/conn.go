@@ -19,6 +19,7 @@ import (
 // broker that does not know it answers UNSUPPORTED_VERSION at v0.
 const (
 	apiVersionsKey     = 18
+	fetchKey           = 1
 	apiVersionsVersion = 3
 	softwareName       = "qk-controller"
 	softwareVersion    = "dev" // must match Kafka's pattern [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
@@ -40,6 +41,10 @@ type conn struct {
 	corrID    int32
 	buf       []byte
 	versions  map[int16]kmsg.ApiVersionsResponseApiKey
+	// reuse keeps rbuf, the last Fetch response's buffer, for the next
+	// one (Config.ReuseResponseBuffer).
+	reuse bool
+	rbuf  []byte
 }
 
 // dial connects to addr and learns the broker's API versions. ctx is the
@@ -57,6 +62,7 @@ func dial(ctx context.Context, cfg *Config, formatr *kmsg.RequestFormatter, addr
 		formatr: formatr,
 		timeout: cfg.RequestTimeout,
 		maxResp: cfg.MaxResponseBytes,
+		reuse:   cfg.ReuseResponseBuffer,
 	}
 	c.stopClose = context.AfterFunc(ctx, func() { nc.Close() })
 	if err := c.apiVersions(); err != nil {
@@ -167,7 +173,9 @@ func (c *conn) exchange(req kmsg.Request) ([]byte, error) {
 	if _, err := c.nc.Write(c.buf); err != nil {
 		return nil, fmt.Errorf("write: %w", err)
 	}
-	frame, err := c.readFrame()
+	// Only Fetch responses share the buffer: a fetcher asks ListOffsets
+	// while it still applies a fetch's records.
+	frame, err := c.readFrame(c.reuse && req.Key() == fetchKey)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +197,10 @@ func (c *conn) exchange(req kmsg.Request) ([]byte, error) {
 // refused before anything is allocated, and the buffer grows with the
 // bytes that actually arrive, so a peer that announces a big frame and
 // sends nothing costs little.
-func (c *conn) readFrame() ([]byte, error) {
+//
+// With reuse (Fetch responses of a Config.ReuseResponseBuffer
+// connection) it reads into rbuf, grown to the largest such response.
+func (c *conn) readFrame(reuse bool) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(c.nc, size[:]); err != nil {
 		return nil, fmt.Errorf("read response size: %w", err)
@@ -198,6 +209,13 @@ func (c *conn) readFrame() ([]byte, error) {
 	if n < 4 || n > c.maxResp {
 		return nil, fmt.Errorf("response size %d outside [4, %d]", n, c.maxResp)
 	}
+	if reuse && int(n) <= cap(c.rbuf) {
+		b := c.rbuf[:n]
+		if _, err := io.ReadFull(c.nc, b); err != nil {
+			return nil, fmt.Errorf("read response: %w", err)
+		}
+		return b, nil
+	}
 	buf := bytes.NewBuffer(make([]byte, 0, min(int(n), 64<<10)))
 	got, err := buf.ReadFrom(io.LimitReader(c.nc, int64(n)))
 	if err != nil {
@@ -205,6 +223,9 @@ func (c *conn) readFrame() ([]byte, error) {
 	}
 	if got < int64(n) {
 		return nil, fmt.Errorf("read response: got %d of %d bytes: %w", got, n, io.ErrUnexpectedEOF)
+	}
+	if reuse {
+		c.rbuf = buf.Bytes() // grown once to the largest response so far
 	}
 	return buf.Bytes(), nil
 }
