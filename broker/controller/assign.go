@@ -3,15 +3,21 @@ package controller
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
+
+	assignpkg "github.com/qk-project/qk/internal/assign"
 )
 
 // assign spreads n new partitions, numbered from first, over the live
 // brokers as Kafka's AdminUtils.assignReplicasToBrokers does: rack-aware
 // when every broker has a broker.rack, rack-unaware when none has, and
 // refused when only some have (Kafka's "Not all brokers have rack
-// information for replica rack aware assignment").
+// information for replica rack aware assignment"). The algorithms are in
+// internal/assign, shared with qk reassign-partitions --generate; the
+// random start index and shift are drawn here, as Kafka draws them.
 func assign(live []int32, racks map[int32]string, first int32, n, rf int) (map[int32][]int32, error) {
+	if len(live) == 0 {
+		return map[int32][]int32{}, nil // rand.IntN(0) panics; the caller reports too few brokers
+	}
 	withRack := 0
 	for _, b := range live {
 		if racks[b] != "" {
@@ -20,100 +26,9 @@ func assign(live []int32, racks map[int32]string, first int32, n, rf int) (map[i
 	}
 	switch withRack {
 	case 0:
-		return AssignReplicas(live, first, n, rf), nil
+		return assignpkg.RackUnaware(live, first, n, rf, rand.IntN(len(live)), rand.IntN(len(live))), nil
 	case len(live):
-		return AssignReplicasRackAware(racks, live, first, n, rf, rand.IntN(len(live)), rand.IntN(len(live))), nil
+		return assignpkg.RackAware(racks, live, first, n, rf, rand.IntN(len(live)), rand.IntN(len(live))), nil
 	}
 	return nil, fmt.Errorf("%w: not all brokers have rack information for replica rack aware assignment", ErrInvalidReplicaAssignment)
-}
-
-// AssignReplicasRackAware is Kafka's assignReplicasToBrokersRackAware:
-// the brokers are ordered alternating racks (rackAlternated), the leaders
-// of successive partitions go round that order from start, and each
-// further replica goes to the next broker, after a shift that changes
-// every len(brokers) partitions, whose rack holds no replica of the
-// partition yet (unless every rack does) and which holds none itself
-// (unless every broker does). So replicas spread over racks first, then
-// over brokers, and leaders over both.
-func AssignReplicasRackAware(racks map[int32]string, brokers []int32, first int32, n, rf, start, shift int) map[int32][]int32 {
-	out := make(map[int32][]int32, n)
-	arranged := rackAlternated(racks, brokers)
-	nb := len(arranged)
-	if nb == 0 || rf > nb {
-		return out
-	}
-	numRacks := len(distinct(racks, brokers))
-	p := max(first, 0)
-	for range n {
-		if p > 0 && int(p)%nb == 0 {
-			shift++
-		}
-		firstIdx := (int(p) + start) % nb
-		leader := arranged[firstIdx]
-		replicas := []int32{leader}
-		rackSeen := map[string]bool{racks[leader]: true}
-		brokerSeen := map[int32]bool{leader: true}
-		k := 0
-		for range rf - 1 {
-			for {
-				b := arranged[replicaIndex(firstIdx, shift*numRacks, k, nb)]
-				k++
-				rack := racks[b]
-				if (!rackSeen[rack] || len(rackSeen) == numRacks) && (!brokerSeen[b] || len(brokerSeen) == nb) {
-					replicas = append(replicas, b)
-					rackSeen[rack], brokerSeen[b] = true, true
-					break
-				}
-			}
-		}
-		out[p] = replicas
-		p++
-	}
-	return out
-}
-
-// replicaIndex is Kafka's: the k-th candidate after firstIdx for a shift.
-func replicaIndex(firstIdx, shift, k, nb int) int {
-	if nb == 1 {
-		return firstIdx
-	}
-	s := 1 + (shift+k)%(nb-1)
-	return (firstIdx + s) % nb
-}
-
-// rackAlternated orders brokers one rack after the other: the racks
-// sorted, each rack's brokers sorted, taking the next broker of each rack
-// in turn (Kafka's getRackAlternatedBrokerList): racks a: 0 1 2, b: 3 4,
-// c: 5 give 0 3 5 1 4 2.
-func rackAlternated(racks map[int32]string, brokers []int32) []int32 {
-	byRack := map[string][]int32{}
-	for _, b := range brokers {
-		byRack[racks[b]] = append(byRack[racks[b]], b)
-	}
-	names := distinct(racks, brokers)
-	for _, r := range names {
-		slices.Sort(byRack[r])
-	}
-	var out []int32
-	for i := 0; len(out) < len(brokers); i++ {
-		r := names[i%len(names)]
-		if len(byRack[r]) > 0 {
-			out = append(out, byRack[r][0])
-			byRack[r] = byRack[r][1:]
-		}
-	}
-	return out
-}
-
-func distinct(racks map[int32]string, brokers []int32) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, b := range brokers {
-		if r := racks[b]; !seen[r] {
-			seen[r] = true
-			out = append(out, r)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -834,31 +833,4 @@ func checkAssignment(a map[int32][]int32, from int32, live []int32) error {
 		}
 	}
 	return checkReplicationFactor(rf, len(live))
-}
-
-// AssignReplicas spreads n partitions, numbered from first, of rf
-// replicas each over brokers as Kafka's rack-unaware assignment does: the
-// leaders round-robin from a random broker, and each further replica is
-// shifted by an amount that changes every len(brokers) partitions.
-func AssignReplicas(brokers []int32, first int32, n, rf int) map[int32][]int32 {
-	out := make(map[int32][]int32, n)
-	nb := len(brokers)
-	if nb == 0 || rf > nb {
-		return out
-	}
-	start := rand.IntN(nb)
-	shift := rand.IntN(nb)
-	for i := range n {
-		if i > 0 && i%nb == 0 {
-			shift++
-		}
-		firstIdx := (i + start) % nb
-		replicas := []int32{brokers[firstIdx]}
-		for j := range rf - 1 {
-			s := 1 + (shift+j)%(nb-1)
-			replicas = append(replicas, brokers[(firstIdx+s)%nb])
-		}
-		out[first+int32(i)] = replicas
-	}
-	return out
 }

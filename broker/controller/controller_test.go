@@ -396,37 +396,6 @@ func TestOnElectedFinishesPendingDeletes(t *testing.T) {
 	require.True(t, deleted, "broker 0 was told to delete its replica")
 }
 
-func TestAssignReplicas(t *testing.T) {
-	for _, tc := range []struct {
-		brokers []int32
-		n, rf   int
-	}{
-		{[]int32{0}, 5, 1},
-		{[]int32{0, 1, 2}, 9, 1},
-		{[]int32{0, 1, 2}, 7, 3},
-		{[]int32{3, 5, 9, 11}, 12, 2},
-	} {
-		a := AssignReplicas(tc.brokers, 2, tc.n, tc.rf)
-		require.Len(t, a, tc.n)
-		lead := map[int32]int{}
-		for p := int32(2); p < int32(2+tc.n); p++ {
-			r := a[p]
-			require.Len(t, r, tc.rf)
-			seen := map[int32]bool{}
-			for _, b := range r {
-				require.Contains(t, tc.brokers, b)
-				require.False(t, seen[b], "replica twice in %v", r)
-				seen[b] = true
-			}
-			lead[r[0]]++
-		}
-		for _, b := range tc.brokers {
-			require.InDelta(t, tc.n/len(tc.brokers), lead[b], 1, "leaders spread evenly: %v", lead)
-		}
-	}
-	require.Empty(t, AssignReplicas([]int32{0}, 0, 3, 2), "more replicas than brokers")
-}
-
 func TestCheckAssignment(t *testing.T) {
 	live := []int32{0, 1}
 	for _, tc := range []struct {
