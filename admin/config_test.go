@@ -53,5 +53,3 @@ func TestAlterConfigsFallback(t *testing.T) {
 		}, values, "topic %s (legacy=%v)", topic, legacy)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
