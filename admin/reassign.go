@@ -19,6 +19,14 @@ import (
 // calls are in reassign_client.go, the throttle arithmetic in
 // reassign_throttle.go. The files and the lines are Kafka's byte for byte
 // where scripts read them, so an operator's scripts work unchanged.
+//
+// Where Kafka 3.x's Scala tool and its Java port of 3.7 differ, qk follows
+// the Scala tool (the duplicate lists "1,2", the log dir move line, the
+// line break after "None of the specified partition moves are active.",
+// which partitions --cancel cancels), with two exceptions taken from the
+// port because they refuse bad input before anything changes: --execute
+// checks that every partition exists ("Unable to find partition: ..."),
+// and a log_dirs of the wrong length prints its lists as "[1, 2]".
 
 // AnyLogDir in a reassignment's log_dirs lets the broker choose the
 // directory; any other value is an absolute path to move the replica to.
@@ -240,14 +248,14 @@ func ParseGenerateArgs(topicsJSON []byte, brokerList string) ([]int32, []string,
 		brokers = append(brokers, int32(id))
 	}
 	if d := duplicates(brokers); len(d) > 0 {
-		return nil, nil, fmt.Errorf("Broker list contains duplicate entries: %s", javaList(d))
+		return nil, nil, fmt.Errorf("Broker list contains duplicate entries: %s", joinInts(d, ","))
 	}
 	topics, err := ParseTopicsToMove(topicsJSON)
 	if err != nil {
 		return nil, nil, err
 	}
 	if d := duplicates(topics); len(d) > 0 {
-		return nil, nil, fmt.Errorf("List of topics to reassign contains duplicate entries: %s", javaList(d))
+		return nil, nil, fmt.Errorf("List of topics to reassign contains duplicate entries: %s", strings.Join(d, ","))
 	}
 	return brokers, topics, nil
 }

@@ -309,8 +309,8 @@ func (c *Client) CancelReassignment(ctx context.Context, w io.Writer, data []byt
 		}
 	}
 	if len(back) == 0 {
-		// Kafka prints this without a newline, running the next line into
-		// it; qk ends the line.
+		// A line, as Kafka 3.x's Scala tool prints it (the Java port of 3.7
+		// lost the newline, running "Clearing ..." into it).
 		fmt.Fprintln(w, "None of the specified partition moves are active.")
 	} else if err := c.executeMoves(ctx, w, back, timeout); err != nil {
 		return err
@@ -605,11 +605,14 @@ func (c *Client) executeMoves(ctx context.Context, w io.Writer, moves map[TopicP
 				}
 			}
 		}
-		slices.SortFunc(started, compareReplica)
-		for _, r := range started {
-			// Kafka's line, trailing space included.
-			fmt.Fprintf(w, "Successfully started moving log directory to %s for replica %s-%d with broker %d \n", pending[r], r.Topic, r.Partition, r.Broker)
-			delete(pending, r)
+		if len(started) > 0 {
+			slices.SortFunc(started, compareReplica)
+			names := make([]string, len(started))
+			for i, r := range started {
+				names[i] = r.String()
+				delete(pending, r)
+			}
+			fmt.Fprintf(w, "Successfully started log directory move%s for: %s\n", plural(len(started)), strings.Join(names, ","))
 		}
 		if len(pending) == 0 {
 			return nil

@@ -73,8 +73,8 @@ func TestParseGenerateArgs(t *testing.T) {
 	require.Equal(t, []int32{3, 1, 2}, brokers)
 	require.Equal(t, []string{"foo", "bar"}, topics)
 	for _, tc := range []struct{ name, json, brokers, want string }{
-		{"duplicate brokers", `{"topics":[]}`, "1,2,1,2", "Broker list contains duplicate entries: [1, 2]"},
-		{"duplicate topics", `{"topics":[{"topic":"foo"},{"topic":"foo"}]}`, "1", "List of topics to reassign contains duplicate entries: [foo]"},
+		{"duplicate brokers", `{"topics":[]}`, "1,2,1,2", "Broker list contains duplicate entries: 1,2"},
+		{"duplicate topics", `{"topics":[{"topic":"foo"},{"topic":"foo"}]}`, "1", "List of topics to reassign contains duplicate entries: foo"},
 		{"bad broker", `{"topics":[]}`, "1,x", `--broker-list "1,x": For input string: "x"`},
 		{"version", `{"version":3,"topics":[]}`, "1", "Not supported version field value 3"},
 		{"no topic", `{"topics":[{"name":"foo"}]}`, "1", `topic entry 0: no "topic"`},
