@@ -117,9 +117,9 @@ func TestReassignText(t *testing.T) {
 				`{"version":1,"partitions":[{"topic":"foo","partition":1,"replicas":[2,3],"log_dirs":["any","any"]}]}` + "\n\n" +
 				"Save this to use as the --reassignment-json-file option during rollback\n"},
 		{"verify", statesText(map[TopicPartition]PartitionState{
-			tp("foo", 0): {Current: []int32{1, 2}, Target: []int32{1, 2}, Done: true},
-			tp("bar", 3): {Current: []int32{1, 2, 3}, Target: []int32{3}},
-			tp("foo", 1): {Current: []int32{2, 3}, Target: []int32{3, 2}, Done: true},
+			tp("foo", 0):  {Current: []int32{1, 2}, Target: []int32{1, 2}, Done: true},
+			tp("bar", 3):  {Current: []int32{1, 2, 3}, Target: []int32{3}},
+			tp("foo", 1):  {Current: []int32{2, 3}, Target: []int32{3, 2}, Done: true},
 			tp("gone", 0): {Target: []int32{1}, Done: true},
 		}),
 			"Status of partition reassignment:\n" +
