@@ -223,6 +223,15 @@ func TestReassignPartitionsKfake(t *testing.T) {
 		}
 	})
 
+	t.Run("completion", func(t *testing.T) {
+		out, _, err := runQK(t, "__complete", "reassign-partitions", "-b", bootstrap, "--broker-list", "")
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(out, "0,1,2\n0\n1\n2\n:4\n"), out)
+		out, _, err = runQK(t, "__complete", "reassign-partitions", "--reassignment-json-file", "")
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(out, "json\n:8\n"), out)
+	})
+
 	t.Run("command-config", func(t *testing.T) {
 		props := writeFile(t, "admin.properties", "bootstrap.servers="+bootstrap+"\nclient.id=ops\n")
 		out, _, err := runQK(t, "reassign-partitions", "--command-config", props, "--list")
