@@ -440,7 +440,7 @@ func (c *Client) topicReplicas(ctx context.Context, topics []string) (map[TopicP
 		d, ok := td[t]
 		switch {
 		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
-			return nil, fmt.Errorf("Topic %s not found.", t)
+			return nil, &topicNotFoundError{t}
 		case d.Err != nil:
 			return nil, fmt.Errorf("describe topic %s: %w", t, d.Err)
 		}
@@ -457,13 +457,20 @@ func (c *Client) topicReplicasAllowMissing(ctx context.Context, topics []string)
 	out := map[TopicPartition][]int32{}
 	for _, t := range topics {
 		m, err := c.topicReplicas(ctx, []string{t})
-		if err != nil && !strings.HasPrefix(err.Error(), "Topic ") {
+		var nf *topicNotFoundError
+		if err != nil && !errors.As(err, &nf) {
 			return nil, err
 		}
 		maps.Copy(out, m)
 	}
 	return out, nil
 }
+
+// topicNotFoundError is Kafka's message for a topic the cluster does not
+// have; verify tells it from other failures.
+type topicNotFoundError struct{ topic string }
+
+func (e *topicNotFoundError) Error() string { return "Topic " + e.topic + " not found." }
 
 // partitionReplicas is Kafka's getReplicaAssignmentForPartitions: the
 // replicas of each partition, every one of which must exist.

@@ -223,6 +223,38 @@ func TestReassignPartitionsKfake(t *testing.T) {
 		}
 	})
 
+	// kfake keeps a partition's log dir and moves it at once: the moves
+	// start, and verify sees them done, or not where asked.
+	t.Run("log dirs", func(t *testing.T) {
+		b := cur[2][0]
+		moveFile := func(dir string) string {
+			return writeFile(t, "dirs.json", fmt.Sprintf(`{"version":1,"partitions":[{"topic":"orders","partition":2,"replicas":[%s],"log_dirs":["%s","any"]}]}`,
+				joinReplicas(cur[2]), dir))
+		}
+		plan := moveFile("/data/a")
+		out, err := qk("--execute", "--reassignment-json-file", plan, "--replica-alter-log-dirs-throttle", "2048", "--timeout", "2000")
+		require.NoError(t, err)
+		require.Equal(t, "Current partition replica assignment\n\n"+
+			fmt.Sprintf(`{"version":1,"partitions":[{"topic":"orders","partition":2,"replicas":[%s],"log_dirs":["any","any"]}]}`, joinReplicas(cur[2]))+"\n\n"+
+			"Save this to use as the --reassignment-json-file option during rollback\n"+
+			"Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.\n"+
+			"The replica-alter-dir throttle limit was set to 2048 B/s\n"+
+			"Successfully started partition reassignment for orders-2\n"+
+			fmt.Sprintf("Successfully started log directory move for: orders-2-%d\n", b), out)
+		require.Equal(t, "2048", brokerConfig(t, adm, b, "replica.alter.log.dirs.io.max.bytes.per.second"))
+
+		out, err = qk("--verify", "--reassignment-json-file", plan)
+		require.NoError(t, err)
+		require.Equal(t, "Status of partition reassignment:\nReassignment of partition orders-2 is completed.\n"+
+			fmt.Sprintf("Reassignment of replica orders-2-%d completed successfully.\n", b)+
+			"Clearing broker-level throttles on brokers 0,1,2\nClearing topic-level throttles on topic orders\n", out)
+		require.Empty(t, brokerConfig(t, adm, b, "replica.alter.log.dirs.io.max.bytes.per.second"))
+
+		out, err = qk("--verify", "--reassignment-json-file", moveFile("/data/b"), "--preserve-throttles")
+		require.NoError(t, err)
+		require.Contains(t, out, fmt.Sprintf("Partition orders-2 on broker %d is not being moved from log dir /data/a to /data/b.\n", b))
+	})
+
 	t.Run("completion", func(t *testing.T) {
 		out, _, err := runQK(t, "__complete", "reassign-partitions", "-b", bootstrap, "--broker-list", "")
 		require.NoError(t, err)
