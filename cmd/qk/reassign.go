@@ -223,7 +223,7 @@ func reassignAction(f *pflag.FlagSet, actions map[string]*bool) (string, error) 
 		}
 	}
 	for _, a := range reassignArgs {
-		for _, n := range append(a.required, a.permitted...) {
+		for _, n := range slices.Concat(a.required, a.permitted) {
 			if !slices.Contains(args.required, n) && !slices.Contains(args.permitted, n) && f.Changed(n) {
 				return "", fmt.Errorf("Option \"[%s]\" can't be used with action \"[%s]\"", n, action)
 			}
