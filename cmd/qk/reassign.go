@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 the error texts are Kafka's messages, verbatim, which scripts match
+
 package main
 
 import (
