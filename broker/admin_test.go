@@ -303,6 +303,58 @@ func TestBrokerConfigs(t *testing.T) {
 	require.ErrorIs(t, resp[0].Err, kerr.InvalidRequest)
 }
 
+// TestReplicationThrottledRateConfigs: the dynamic-only replication quota
+// settings are accepted by IncrementalAlterConfigs and AlterConfigs on the
+// broker's resource and the cluster default, as kafka-reassign-partitions
+// --throttle sets them, and DescribeConfigs shows them.
+func TestReplicationThrottledRateConfigs(t *testing.T) {
+	b := brokertest.StartBroker(t)
+	adm := newAdmin(t, b.Addr)
+	ctx := testCtx(t)
+	describe := func() map[string]kadm.Config {
+		rc, err := adm.DescribeBrokerConfigs(ctx, 0)
+		require.NoError(t, err)
+		require.NoError(t, rc[0].Err)
+		out := map[string]kadm.Config{}
+		for _, c := range rc[0].Configs {
+			out[c.Key] = c
+		}
+		return out
+	}
+	got := describe()
+	require.Equal(t, "9223372036854775807", *got["leader.replication.throttled.rate"].Value)
+	require.Equal(t, kmsg.ConfigSourceDefaultConfig, got["follower.replication.throttled.rate"].Source)
+
+	resp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+		{Name: "leader.replication.throttled.rate", Value: ptr("1048576")},
+		{Name: "follower.replication.throttled.rate", Value: ptr("2097152")},
+	}, 0)
+	require.NoError(t, err)
+	require.NoError(t, resp[0].Err)
+	got = describe()
+	require.Equal(t, "1048576", *got["leader.replication.throttled.rate"].Value)
+	require.Equal(t, kmsg.ConfigSourceDynamicBrokerConfig, got["leader.replication.throttled.rate"].Source)
+	require.Equal(t, int64(1048576), b.Server.Config().LeaderReplicationThrottledRate)
+	require.Equal(t, int64(2097152), b.Server.Config().FollowerReplicationThrottledRate)
+
+	// The cluster default, by the legacy AlterConfigs (which replaces the
+	// resource's whole set).
+	resp, err = adm.AlterBrokerConfigsState(ctx, []kadm.AlterConfig{{Name: "follower.replication.throttled.rate", Value: ptr("4096")}})
+	require.NoError(t, err)
+	require.NoError(t, resp[0].Err)
+	require.Equal(t, int64(2097152), b.Server.Config().FollowerReplicationThrottledRate, "the per-broker value wins")
+
+	resp, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.rate"}}, 0)
+	require.NoError(t, err)
+	require.NoError(t, resp[0].Err)
+	require.Equal(t, int64(4096), b.Server.Config().FollowerReplicationThrottledRate)
+	require.Equal(t, kmsg.ConfigSourceDynamicDefaultBrokerConfig, describe()["follower.replication.throttled.rate"].Source)
+
+	resp, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "leader.replication.throttled.rate", Value: ptr("-5")}}, 0)
+	require.NoError(t, err)
+	require.ErrorIs(t, resp[0].Err, kerr.InvalidRequest)
+}
+
 func TestDeleteTopics(t *testing.T) {
 	b := brokertest.StartBroker(t)
 	adm := newAdmin(t, b.Addr)

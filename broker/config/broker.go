@@ -116,6 +116,11 @@ type Broker struct {
 	ReplicaHighWatermarkCheckpointMs int64   `config:"replica.high.watermark.checkpoint.interval.ms"`
 	NumReplicaFetchers               int     `config:"num.replica.fetchers"`
 	ControllerSocketTimeoutMs        int     `config:"controller.socket.timeout.ms"`
+	// LeaderReplicationThrottledRate and FollowerReplicationThrottledRate
+	// are the replication quotas in bytes/s (dynamic only); math.MaxInt64
+	// means unlimited.
+	LeaderReplicationThrottledRate   int64 `config:"leader.replication.throttled.rate"`
+	FollowerReplicationThrottledRate int64 `config:"follower.replication.throttled.rate"`
 
 	// ZookeeperConnect is zookeeper.connect as given; empty runs the
 	// embedded metadata store. ZookeeperServers and ZookeeperChroot are

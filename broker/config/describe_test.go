@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,5 +208,54 @@ func TestConfigSourceNames(t *testing.T) {
 		4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
 	} {
 		require.Equal(t, want, s.String())
+	}
+}
+
+// TestReplicationThrottledRates: Kafka's dynamic-only quota settings are
+// accepted on both broker resources, win per broker over the cluster
+// default, are described with their default, and are ignored (with a
+// warning) in a config file, as Kafka's KafkaConfig does not know them.
+func TestReplicationThrottledRates(t *testing.T) {
+	b := load(t, LoadOptions{})
+	require.Equal(t, int64(math.MaxInt64), b.LeaderReplicationThrottledRate)
+	require.Equal(t, int64(math.MaxInt64), b.FollowerReplicationThrottledRate)
+	for _, name := range []string{"leader.replication.throttled.rate", "follower.replication.throttled.rate"} {
+		t.Run(name, func(t *testing.T) {
+			require.NoError(t, ValidateBrokerConfig(name, "1048576", true))
+			require.NoError(t, ValidateBrokerConfig(name, "1048576", false))
+			require.ErrorIs(t, ValidateBrokerConfig(name, "-1", true), ErrInvalidValue)
+			require.ErrorIs(t, ValidateBrokerConfig(name, "1.5", true), ErrInvalidValue)
+			e := entry(t, DescribeBroker(b), name)
+			require.Equal(t, "9223372036854775807", *e.Value)
+			require.Equal(t, ConfigSourceDefault, e.Source)
+			require.False(t, e.ReadOnly)
+			require.Equal(t, TypeLong, e.Type)
+		})
+	}
+	d, err := b.WithDynamic(
+		map[string]string{"leader.replication.throttled.rate": "2000", "follower.replication.throttled.rate": "3000"},
+		map[string]string{"leader.replication.throttled.rate": "1000"})
+	require.NoError(t, err)
+	require.Equal(t, int64(1000), d.LeaderReplicationThrottledRate)
+	require.Equal(t, int64(3000), d.FollowerReplicationThrottledRate)
+	e := entry(t, DescribeBroker(d), "leader.replication.throttled.rate")
+	require.Equal(t, ConfigSourceDynamicBroker, e.Source)
+	require.Equal(t, []Synonym{
+		syn("leader.replication.throttled.rate", "1000", ConfigSourceDynamicBroker),
+		syn("leader.replication.throttled.rate", "2000", ConfigSourceDynamicDefaultBroker),
+		syn("leader.replication.throttled.rate", "9223372036854775807", ConfigSourceDefault),
+	}, e.Synonyms)
+	require.Len(t, DescribeBrokerDefaults(d), 2)
+
+	file := filepath.Join(t.TempDir(), "s.properties")
+	require.NoError(t, os.WriteFile(file, []byte("leader.replication.throttled.rate=10\n"), 0o644))
+	s, warns, err := Load(LoadOptions{ConfigFile: file, Env: []string{"QK_FOLLOWER_REPLICATION_THROTTLED_RATE=5"},
+		Sets: []string{"leader.replication.throttled.rate=7"}})
+	require.NoError(t, err)
+	require.Equal(t, int64(math.MaxInt64), s.LeaderReplicationThrottledRate)
+	require.Equal(t, int64(math.MaxInt64), s.FollowerReplicationThrottledRate)
+	require.Len(t, warns, 3)
+	for _, w := range warns {
+		require.Contains(t, w.Message, "dynamic-only setting, ignored")
 	}
 }

@@ -154,6 +154,14 @@ type Key struct {
 	// Mode is how a broker setting may be altered at run time; topic
 	// configs are always alterable.
 	Mode UpdateMode
+	// DynamicOnly marks a broker setting that exists only as a dynamic
+	// config (/config/brokers/<id> or /config/brokers/<default>), as
+	// Kafka's quota settings leader.replication.throttled.rate and
+	// follower.replication.throttled.rate: Kafka's KafkaConfig does not
+	// know them, so a config file that sets them is warned about and
+	// ignored. qk does the same, so a file that works on Kafka means the
+	// same on qk.
+	DynamicOnly bool
 }
 
 // Sensitive reports whether values of the key must never be shown.

@@ -109,7 +109,7 @@ func Load(opts LoadOptions) (*Broker, []Warning, error) {
 		fsrc := Source{Kind: SourceFile, Name: opts.ConfigFile}
 		known := map[string]any{}
 		for _, name := range sortedNames(file) {
-			if _, ok := brokerKeys[name]; !ok {
+			if k, ok := brokerKeys[name]; !ok || k.DynamicOnly {
 				warns = append(warns, unknownWarning(name, fsrc))
 				continue
 			}
@@ -135,7 +135,7 @@ func Load(opts LoadOptions) (*Broker, []Warning, error) {
 			return nil, nil, fmt.Errorf("config: --set %q: want key=value", s)
 		}
 		ssrc := Source{Kind: SourceSet}
-		if _, known := brokerKeys[name]; !known {
+		if k, known := brokerKeys[name]; !known || k.DynamicOnly {
 			warns = append(warns, unknownWarning(name, ssrc))
 			continue
 		}
@@ -235,6 +235,10 @@ func envLayer(environ, clientEnv []string) ([]envValue, []Warning) {
 		}
 		src := Source{Kind: SourceEnv, Name: k}
 		name, known := envNames[k]
+		if known && brokerKeys[name].DynamicOnly {
+			warns = append(warns, unknownWarning(name, src))
+			continue
+		}
 		if !known {
 			guess := strings.ToLower(strings.ReplaceAll(k[len(envPrefix):], "_", "."))
 			warns = append(warns, unknownWarning(guess, src))
@@ -261,6 +265,8 @@ func unknownWarning(name string, src Source) Warning {
 	switch {
 	case kraftOnly[name]:
 		msg = "KRaft setting, ignored: qk uses ZooKeeper or its embedded metadata store"
+	case brokerKeys[name] != nil && brokerKeys[name].DynamicOnly:
+		msg = "dynamic-only setting, ignored: alter it on the broker resource (qk config alter, kafka-configs.sh --entity-type brokers)"
 	case topicKeys[name] != nil && len(topicKeys[name].Synonyms) > 0:
 		msg = fmt.Sprintf("unknown key, ignored: %s is a topic config; its broker default is %s",
 			name, topicKeys[name].Synonyms[0])

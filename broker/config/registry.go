@@ -279,6 +279,14 @@ var brokerTable = []Key{
 		Doc: "Fetcher goroutines per source broker."},
 	{Name: "controller.socket.timeout.ms", Type: TypeInt, Default: "30000", Importance: Medium,
 		Doc: "Socket timeout of controller-to-broker requests."},
+	// Replication quotas (Kafka's QuotaConfigs.brokerQuotaConfigs): dynamic
+	// only, per broker or as the cluster-wide default.
+	{Name: "leader.replication.throttled.rate", Type: TypeLong, Default: maxLong, Valid: AtLeast(0), Importance: Medium,
+		Mode: ClusterWide, DynamicOnly: true,
+		Doc: "A long representing the upper bound (bytes/sec) on replication traffic for leaders enumerated in the property leader.replication.throttled.replicas (for each topic). This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."},
+	{Name: "follower.replication.throttled.rate", Type: TypeLong, Default: maxLong, Valid: AtLeast(0), Importance: Medium,
+		Mode: ClusterWide, DynamicOnly: true,
+		Doc: "A long representing the upper bound (bytes/sec) on replication traffic for followers enumerated in the property follower.replication.throttled.replicas (for each topic). This property can be only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."},
 
 	// ZooKeeper.
 	{Name: "zookeeper.connect", Type: TypeString, Null: true, Valid: zookeeperConnectValid, Importance: High,

@@ -56,7 +56,12 @@ func TestRegistryLinks(t *testing.T) {
 			require.True(t, linked[bk.Name], bk.Name)
 		} else {
 			require.Equal(t, KindBroker, bk.Kind, bk.Name)
-			require.Equal(t, ReadOnly, bk.Mode, bk.Name)
+			if bk.DynamicOnly {
+				// Kafka's dynamic-only quota settings.
+				require.Equal(t, ClusterWide, bk.Mode, bk.Name)
+			} else {
+				require.Equal(t, ReadOnly, bk.Mode, bk.Name)
+			}
 		}
 		for _, s := range bk.Synonyms {
 			require.Equal(t, bk.Synonyms, brokerKeys[s].Synonyms, "groups are shared")
