@@ -326,6 +326,15 @@ func (s *Server) FetchSessionStats() api.FetchSessionStats {
 	return s.api.FetchSessionStats()
 }
 
+// FetcherStats counts the replica fetchers' requests: full and
+// incremental fetches and the partitions they named (zero before Start).
+func (s *Server) FetcherStats() fetcher.Stats {
+	if s.fetchers == nil {
+		return fetcher.Stats{}
+	}
+	return s.fetchers.Stats()
+}
+
 // Replicas is the broker's replica manager (nil before Start).
 func (s *Server) Replicas() *replica.Manager { return s.replicas }
 

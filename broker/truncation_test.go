@@ -140,4 +140,6 @@ func TestTruncationDivergenceScenario(t *testing.T) {
 	require.Equal(t, []string{"m1", "m3"}, values(consume(t, []string{a.Addr, b.Addr}, "div", 2)))
 	pa := partitionOn(t, a, "div")
 	require.Equal(t, int64(2), pa.Log().LogEndOffset(), "A dropped m2 and fetched m3")
+	st := a.FetcherStats()
+	require.Positive(t, st.IncrementalFetches, "A truncated and caught up in an incremental fetch session: %+v", st)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/replica/fetcher"
 	"github.com/qk-project/qk/broker/replica/isr"
+	"github.com/qk-project/qk/broker/replica/quota"
 )
 
 // A Partition is the fetcher's Follower while this broker follows: the
@@ -95,4 +96,14 @@ func (p *Partition) TruncateFullyAndStartAt(offset int64, leaderEpoch int32) err
 // EndOffsetForEpoch answers OffsetForLeaderEpoch from this replica's log.
 func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return p.log.EndOffsetForEpoch(epoch)
+}
+
+// FollowerThrottled reports whether the topic's
+// follower.replication.throttled.replicas names this broker's replica of
+// the partition: its fetches are held under the follower replication
+// quota while it catches up.
+func (p *Partition) FollowerThrottled() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return quota.Throttled(p.config.FollowerReplicationThrottledReplicas, p.index, p.m.cfg.BrokerID)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/replica/isr"
+	"github.com/qk-project/qk/broker/replica/quota"
 )
 
 // Partition is one partition hosted by this broker.
@@ -322,6 +323,25 @@ func (p *Partition) FollowerFetch(replica int32, fetchOffset int64) error {
 		p.sendISRUpdate(next, leaderEpoch, partitionEpoch)
 	}
 	return nil
+}
+
+// LeaderThrottled reports whether the topic's
+// leader.replication.throttled.replicas names this broker's replica of
+// the partition: what it sends followers not in the ISR is held under
+// the leader replication quota. As in Kafka, the list names leaders (the
+// brokers sending), not the followers fetching.
+func (p *Partition) LeaderThrottled() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return quota.Throttled(p.config.LeaderReplicationThrottledReplicas, p.index, p.m.cfg.BrokerID)
+}
+
+// IsReplicaInSync reports whether replica is in the ISR (Kafka's
+// isReplicaInSync): an in-sync follower is never throttled.
+func (p *Partition) IsReplicaInSync(replica int32) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return slices.Contains(p.isr, replica)
 }
 
 // ReadForFollower reads from offset for a follower: up to the log end,

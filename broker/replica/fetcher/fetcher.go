@@ -15,6 +15,20 @@
 // its high watermark alone. A partition whose fetch fails waits
 // replica.fetch.backoff.ms; one the leader no longer leads waits for the
 // controller's next LeaderAndIsr.
+//
+// Each fetcher keeps a fetch session (KIP-227, session.go) with its
+// leader: after a full first fetch, a request names only the partitions
+// whose fetch state changed and forgets those no longer fetched, and the
+// leader answers only the partitions with news. A partition added by
+// LeaderAndIsr joins the next incremental fetch; one removed (or backing
+// off after an error, or held back by the follower quota) is forgotten.
+//
+// The follower replication quota (follower.replication.throttled.rate,
+// package quota) holds back the partitions whose topic lists this broker
+// in follower.replication.throttled.replicas, while the quota is exceeded
+// and the replica has not caught up to the leader's high watermark
+// (Kafka's shouldFollowerThrottle); the bytes fetched for them are
+// charged to the quota.
 package fetcher
 
 import (
@@ -25,12 +39,14 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/replica/isr"
+	"github.com/qk-project/qk/broker/replica/quota"
 )
 
 // Follower is a local follower replica a fetcher feeds.
@@ -52,6 +68,9 @@ type Follower interface {
 	EndOffsetForEpoch(epoch int32) (int32, int64)
 	// HighWatermark is its high watermark.
 	HighWatermark() int64
+	// FollowerThrottled reports whether the topic's
+	// follower.replication.throttled.replicas names this replica.
+	FollowerThrottled() bool
 }
 
 // Sender sends requests to one leader broker (controller/channel).
@@ -77,7 +96,42 @@ type Config struct {
 	Backoff time.Duration
 	// NewSender makes the connection of one fetcher.
 	NewSender func() Sender
-	Logger    *slog.Logger
+	// Quota is the follower replication quota
+	// (follower.replication.throttled.rate), shared by every fetcher;
+	// nil throttles nothing.
+	Quota *quota.Quota
+	// Now is the quota's clock; nil: time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Stats counts what a Manager's fetchers sent since it started.
+type Stats struct {
+	// FullFetches and IncrementalFetches count the Fetch requests sent;
+	// FullPartitions and IncrementalPartitions the partitions they
+	// named, ForgottenPartitions those incremental fetches forgot.
+	FullFetches           int64
+	IncrementalFetches    int64
+	FullPartitions        int64
+	IncrementalPartitions int64
+	ForgottenPartitions   int64
+	// SessionErrors counts answers with a top-level error (a session
+	// the leader no longer has, a wrong epoch), each followed by a full
+	// fetch.
+	SessionErrors int64
+	// ThrottledPartitions counts partitions left out of a fetch by the
+	// follower quota; ThrottledBytes the bytes fetched for throttled
+	// partitions (charged to the quota).
+	ThrottledPartitions int64
+	ThrottledBytes      int64
+}
+
+// stats are the counters behind Stats.
+type stats struct {
+	fullFetches, incrementalFetches                            atomic.Int64
+	fullPartitions, incrementalPartitions, forgottenPartitions atomic.Int64
+	sessionErrors                                              atomic.Int64
+	throttledPartitions, throttledBytes                        atomic.Int64
 }
 
 // TP names a partition.
@@ -106,6 +160,8 @@ type Manager struct {
 	fetchers map[fetcherKey]*fetcher
 	where    map[TP]fetcherKey
 	closed   bool
+
+	stats stats
 }
 
 // New returns a Manager with no fetchers.
@@ -130,6 +186,9 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Manager{cfg: cfg, lg: cfg.Logger.With("component", "replica-fetcher"),
 		fetchers: map[fetcherKey]*fetcher{}, where: map[TP]fetcherKey{}}
@@ -187,6 +246,17 @@ func (m *Manager) Remove(tps ...TP) {
 	}
 }
 
+// Stats returns the counts of requests sent so far.
+func (m *Manager) Stats() Stats {
+	s := &m.stats
+	return Stats{
+		FullFetches: s.fullFetches.Load(), IncrementalFetches: s.incrementalFetches.Load(),
+		FullPartitions: s.fullPartitions.Load(), IncrementalPartitions: s.incrementalPartitions.Load(),
+		ForgottenPartitions: s.forgottenPartitions.Load(), SessionErrors: s.sessionErrors.Load(),
+		ThrottledPartitions: s.throttledPartitions.Load(), ThrottledBytes: s.throttledBytes.Load(),
+	}
+}
+
 // Partitions is how many partitions are fetched.
 func (m *Manager) Partitions() int {
 	m.mu.Lock()
@@ -210,7 +280,7 @@ func (m *Manager) Close() {
 func (m *Manager) newFetcher(key fetcherKey, leader Leader) *fetcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	ft := &fetcher{m: m, key: key, addr: leader.Addr, ctx: ctx, cancel: cancel,
-		parts: map[TP]*partition{}, wake: make(chan struct{}, 1), sender: m.cfg.NewSender(),
+		parts: map[TP]*partition{}, wake: make(chan struct{}, 1), sender: m.cfg.NewSender(), session: newFetchSessionHandler(),
 		lg: m.lg.With("leader", leader.ID, "fetcher", key.index)}
 	ft.sender.AddBroker(leader.ID, leader.Addr)
 	ft.wg.Go(ft.run)
@@ -224,6 +294,10 @@ type partition struct {
 	f       Follower
 	// backoffUntil: not fetched before (after an error).
 	backoffUntil time.Time
+	// leaderHW is the leader's high watermark as last answered (-1: not
+	// yet); the replica is caught up (Kafka's isReplicaInSync, never
+	// throttled) when its log end reaches it.
+	leaderHW int64
 }
 
 // fetcher fetches from one leader, one request at a time.
@@ -234,8 +308,11 @@ type fetcher struct {
 	sender Sender
 	lg     *slog.Logger
 
-	mu    sync.Mutex // guards parts
+	mu    sync.Mutex // guards parts and their backoffUntil and leaderHW
 	parts map[TP]*partition
+	// session is the fetch session with the leader; only the run
+	// goroutine uses it.
+	session *fetchSessionHandler
 	// applyMu is held while a response is applied, so that Remove can
 	// wait until its partitions are left alone.
 	applyMu sync.Mutex
@@ -248,7 +325,7 @@ type fetcher struct {
 
 func (ft *fetcher) add(tp TP, topicID [16]byte, f Follower) {
 	ft.mu.Lock()
-	ft.parts[tp] = &partition{tp: tp, topicID: topicID, f: f}
+	ft.parts[tp] = &partition{tp: tp, topicID: topicID, f: f, leaderHW: -1}
 	ft.mu.Unlock()
 	ft.poke()
 }
@@ -275,15 +352,22 @@ func (ft *fetcher) stop() {
 // fetchItem is one partition of a request, with the state it was built
 // from.
 type fetchItem struct {
-	p           *partition
-	offset      int64
-	leaderEpoch int32
+	p                *partition
+	offset           int64
+	lastFetchedEpoch int32
+	leaderEpoch      int32
+	throttled        bool // listed in follower.replication.throttled.replicas
 }
+
+// throttleRecheck is how soon partitions held back by the follower quota
+// are looked at again when nothing else is fetched.
+const throttleRecheck = 100 * time.Millisecond
 
 func (ft *fetcher) run() {
 	for ft.ctx.Err() == nil {
 		items, wait := ft.ready()
-		if len(items) == 0 {
+		sr := ft.session.build(ft.sessionPartitions(items))
+		if sr.Empty() {
 			t := time.NewTimer(wait)
 			select {
 			case <-ft.ctx.Done():
@@ -293,10 +377,27 @@ func (ft *fetcher) run() {
 			t.Stop()
 			continue
 		}
-		req := ft.request(items)
+		req := ft.request(&sr)
+		ft.count(&sr)
 		resp, err := ft.send(req)
 		if err != nil {
+			ft.session.handleError()
 			if ft.ctx.Err() == nil {
+				ft.lg.Debug("fetch failed", "err", err)
+				ft.backoffAll(items)
+			}
+			continue
+		}
+		if !ft.session.handleResponse(&sr, resp.ErrorCode, resp.SessionID) {
+			err := kerr.ErrorForCode(resp.ErrorCode)
+			ft.m.stats.sessionErrors.Add(1)
+			switch {
+			case errors.Is(err, kerr.FetchSessionIDNotFound), errors.Is(err, kerr.InvalidFetchSessionEpoch),
+				errors.Is(err, kerr.FetchSessionTopicIDError):
+				// The leader lost or moved the session (restarted,
+				// evicted it): the next fetch is full, at once.
+				ft.lg.Debug("fetch session error; next fetch is full", "session_id", sr.SessionID, "epoch", sr.SessionEpoch, "err", err)
+			default:
 				ft.lg.Debug("fetch failed", "err", err)
 				ft.backoffAll(items)
 			}
@@ -306,36 +407,74 @@ func (ft *fetcher) run() {
 	}
 }
 
+// sessionPartitions are the fetch parameters of items, as the session
+// compares them.
+func (ft *fetcher) sessionPartitions(items []fetchItem) []sessionPartition {
+	out := make([]sessionPartition, len(items))
+	for i, it := range items {
+		out[i] = sessionPartition{TP: it.p.tp, partitionData: partitionData{
+			TopicID: it.p.topicID, FetchOffset: it.offset, LogStartOffset: -1, MaxBytes: ft.m.cfg.PartitionMaxBytes,
+			CurrentLeaderEpoch: it.leaderEpoch, LastFetchedEpoch: it.lastFetchedEpoch,
+		}}
+	}
+	return out
+}
+
+func (ft *fetcher) count(sr *sessionRequest) {
+	st := &ft.m.stats
+	if sr.Full {
+		st.fullFetches.Add(1)
+		st.fullPartitions.Add(int64(len(sr.ToSend)))
+		return
+	}
+	st.incrementalFetches.Add(1)
+	st.incrementalPartitions.Add(int64(len(sr.ToSend)))
+	st.forgottenPartitions.Add(int64(len(sr.ToForget)))
+}
+
 // ready lists the partitions to fetch now, or how long until one is.
+// A partition the follower quota throttles is left out while the quota
+// is exceeded, unless it has caught up with the leader's high watermark
+// (Kafka's shouldFollowerThrottle).
 func (ft *fetcher) ready() ([]fetchItem, time.Duration) {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	now := time.Now()
 	wait := time.Second
+	q := ft.m.cfg.Quota
+	exceeded := -1 // the quota, asked once per request: 0 no, 1 yes
 	var out []fetchItem
 	for _, p := range ft.parts {
 		if now.Before(p.backoffUntil) {
 			wait = min(wait, p.backoffUntil.Sub(now))
 			continue
 		}
-		offset, _, epoch := p.f.FetchState()
-		out = append(out, fetchItem{p: p, offset: offset, leaderEpoch: epoch})
-	}
-	slices.SortFunc(out, func(a, b fetchItem) int {
-		if a.p.tp.Topic != b.p.tp.Topic {
-			if a.p.tp.Topic < b.p.tp.Topic {
-				return -1
+		offset, last, epoch := p.f.FetchState()
+		it := fetchItem{p: p, offset: offset, lastFetchedEpoch: last, leaderEpoch: epoch}
+		if q != nil && p.f.FollowerThrottled() {
+			it.throttled = true
+			inSync := p.leaderHW >= 0 && offset >= p.leaderHW
+			if exceeded < 0 {
+				exceeded = 0
+				if q.Exceeded(ft.m.cfg.Now()) {
+					exceeded = 1
+				}
 			}
-			return 1
+			if !inSync && exceeded == 1 {
+				ft.m.stats.throttledPartitions.Add(1)
+				wait = min(wait, throttleRecheck)
+				continue
+			}
 		}
-		return int(a.p.tp.Partition - b.p.tp.Partition)
-	})
+		out = append(out, it)
+	}
+	slices.SortFunc(out, func(a, b fetchItem) int { return compareTP(a.p.tp, b.p.tp) })
 	return out, wait
 }
 
-// request builds a Fetch valid at every version the channel may pick:
-// names and topic ids, replica id and replica state.
-func (ft *fetcher) request(items []fetchItem) *kmsg.FetchRequest {
+// request builds the Fetch of sr, valid at every version the channel may
+// pick: names and topic ids, replica id and replica state.
+func (ft *fetcher) request(sr *sessionRequest) *kmsg.FetchRequest {
 	cfg := ft.m.cfg
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = cfg.BrokerID
@@ -345,39 +484,43 @@ func (ft *fetcher) request(items []fetchItem) *kmsg.FetchRequest {
 	req.MinBytes = cfg.MinBytes
 	req.MaxBytes = cfg.MaxBytes
 	req.IsolationLevel = 0
-	req.SessionID = 0
-	req.SessionEpoch = -1 // a full fetch, without a session
+	req.SessionID, req.SessionEpoch = sr.SessionID, sr.SessionEpoch
 	var cur *kmsg.FetchRequestTopic
-	for _, it := range items {
-		if cur == nil || cur.Topic != it.p.tp.Topic {
+	for _, sp := range sr.ToSend {
+		if cur == nil || cur.Topic != sp.Topic || cur.TopicID != sp.TopicID {
 			req.Topics = append(req.Topics, kmsg.NewFetchRequestTopic())
 			cur = &req.Topics[len(req.Topics)-1]
-			cur.Topic, cur.TopicID = it.p.tp.Topic, it.p.topicID
+			cur.Topic, cur.TopicID = sp.Topic, sp.TopicID
 		}
-		_, last, _ := it.p.f.FetchState()
 		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition = it.p.tp.Partition
-		fp.CurrentLeaderEpoch = it.leaderEpoch
-		fp.FetchOffset = it.offset
-		fp.LastFetchedEpoch = last
-		fp.LogStartOffset = -1
-		fp.PartitionMaxBytes = cfg.PartitionMaxBytes
+		fp.Partition = sp.Partition
+		fp.CurrentLeaderEpoch = sp.CurrentLeaderEpoch
+		fp.FetchOffset = sp.FetchOffset
+		fp.LastFetchedEpoch = sp.LastFetchedEpoch
+		fp.LogStartOffset = sp.LogStartOffset
+		fp.PartitionMaxBytes = sp.MaxBytes
 		cur.Partitions = append(cur.Partitions, fp)
+	}
+	var forgot *kmsg.FetchRequestForgottenTopic
+	for _, sp := range sr.ToForget {
+		if forgot == nil || forgot.Topic != sp.Topic || forgot.TopicID != sp.TopicID {
+			req.ForgottenTopics = append(req.ForgottenTopics, kmsg.NewFetchRequestForgottenTopic())
+			forgot = &req.ForgottenTopics[len(req.ForgottenTopics)-1]
+			forgot.Topic, forgot.TopicID = sp.Topic, sp.TopicID
+		}
+		forgot.Partitions = append(forgot.Partitions, sp.Partition)
 	}
 	return req
 }
 
-// send sends req to the leader and waits for the answer.
+// send sends req to the leader and waits for the answer (which may carry
+// a top-level error).
 func (ft *fetcher) send(req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
 	r, err := ft.sender.Request(ft.ctx, ft.key.leader, req)
 	if err != nil {
 		return nil, err
 	}
-	resp := r.(*kmsg.FetchResponse)
-	if resp.ErrorCode != 0 {
-		return nil, kerr.ErrorForCode(resp.ErrorCode)
-	}
-	return resp, nil
+	return r.(*kmsg.FetchResponse), nil
 }
 
 func (ft *fetcher) backoffAll(items []fetchItem) {
@@ -402,7 +545,9 @@ func (ft *fetcher) still(p *partition) bool {
 	return ft.parts[p.tp] == p
 }
 
-// apply applies a response to the partitions it answers.
+// apply applies a response to the partitions it answers: of an
+// incremental fetch, those of the session's (items) with news; the others
+// have nothing new.
 func (ft *fetcher) apply(items []fetchItem, resp *kmsg.FetchResponse) {
 	ft.applyMu.Lock()
 	defer ft.applyMu.Unlock()
@@ -421,6 +566,11 @@ func (ft *fetcher) apply(items []fetchItem, resp *kmsg.FetchResponse) {
 			it, ok := byName[TP{Topic: name, Partition: rp.Partition}]
 			if !ok || !ft.still(it.p) {
 				continue
+			}
+			if it.throttled && len(rp.RecordBatches) > 0 {
+				n := int64(len(rp.RecordBatches))
+				ft.m.cfg.Quota.Record(ft.m.cfg.Now(), n)
+				ft.m.stats.throttledBytes.Add(n)
 			}
 			if err := ft.applyPartition(it, rp); err != nil {
 				ft.lg.Warn("cannot apply fetched records; backing off", "topic", name, "partition", rp.Partition, "err", err)
@@ -458,7 +608,13 @@ func (ft *fetcher) applyPartition(it fetchItem, rp kmsg.FetchResponseTopicPartit
 			"offset", tr.Offset, "log_end_offset", it.offset, "leader_epoch", rp.DivergingEpoch.Epoch, "leader_end_offset", rp.DivergingEpoch.EndOffset)
 		return p.f.Truncate(tr.Offset, it.leaderEpoch)
 	}
-	return p.f.AppendFetched(rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset, it.leaderEpoch)
+	if err := p.f.AppendFetched(rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset, it.leaderEpoch); err != nil {
+		return err
+	}
+	ft.mu.Lock()
+	p.leaderHW = rp.HighWatermark
+	ft.mu.Unlock()
+	return nil
 }
 
 // outOfRange handles OFFSET_OUT_OF_RANGE: the follower is ahead of the
