@@ -33,6 +33,7 @@ import (
 	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/replica"
 	"github.com/qk-project/qk/broker/replica/fetcher"
+	"github.com/qk-project/qk/broker/replica/quota"
 	"github.com/qk-project/qk/broker/vfs"
 )
 
@@ -93,6 +94,12 @@ type Server struct {
 	produces     *purgatory.Purgatory[purgatory.Key]
 	groups       *group.Coordinator
 	ready        atomic.Bool
+
+	// leaderQuota and followerQuota are the replication quotas
+	// (leader/follower.replication.throttled.rate), their bounds kept
+	// up to date with the dynamic broker config.
+	leaderQuota, followerQuota *quota.Quota
+
 	// registered: api is set and the broker registered, with its broker
 	// epoch stored: the controller's requests are served from then on,
 	// during start-up too. Before, they are meant for an earlier process
@@ -452,6 +459,9 @@ func (s *Server) Start() (err error) {
 	if err != nil {
 		return fmt.Errorf("broker: open logs: %w", err)
 	}
+	window := time.Duration(cfg.ReplicationQuotaWindowSizeSeconds) * time.Second
+	s.leaderQuota = quota.New(cfg.LeaderReplicationThrottledRate, cfg.ReplicationQuotaWindowNum, window)
+	s.followerQuota = quota.New(cfg.FollowerReplicationThrottledRate, cfg.ReplicationQuotaWindowNum, window)
 	s.fetchers = fetcher.New(fetcher.Config{
 		BrokerID:          cfg.BrokerID,
 		NumFetchers:       cfg.NumReplicaFetchers,
@@ -467,6 +477,8 @@ func (s *Server) Start() (err error) {
 				RequestTimeout:      time.Duration(cfg.ReplicaSocketTimeoutMs) * time.Millisecond,
 				ReuseResponseBuffer: true})
 		},
+		Quota:  s.followerQuota,
+		Now:    s.now,
 		Logger: s.lg,
 	})
 	s.replicas = replica.New(replica.Config{
@@ -527,6 +539,7 @@ func (s *Server) Start() (err error) {
 		Produces:               s.produces,
 		FetchSessionCacheSlots: cfg.MaxIncrementalFetchSessions,
 		FetchSessionEviction:   time.Duration(cfg.MinIncrementalFetchSessionEvictionMs) * time.Millisecond,
+		LeaderQuota:            s.leaderQuota,
 		Groups:                 s.groups,
 		LogDirs:                slices.Clone(cfg.LogDirs),
 		Logger:                 s.lg,
@@ -703,6 +716,7 @@ func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 		} else {
 			s.cfg.Store(b)
 			defaultsChanged = true
+			s.setQuotaBounds(b)
 			s.lg.Info("applied dynamic broker config")
 		}
 	}
@@ -720,6 +734,24 @@ func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 		}
 		if err := s.replicas.SetTopicConfig(name, tc); err != nil {
 			s.lg.Error("topic config not applied", "topic", name, "err", err)
+		}
+	}
+}
+
+// setQuotaBounds applies the replication quota rates of b, a dynamic
+// broker config change (the samples measured so far are kept).
+func (s *Server) setQuotaBounds(b *config.Broker) {
+	for _, q := range []struct {
+		q    *quota.Quota
+		rate int64
+		name string
+	}{
+		{s.leaderQuota, b.LeaderReplicationThrottledRate, "leader.replication.throttled.rate"},
+		{s.followerQuota, b.FollowerReplicationThrottledRate, "follower.replication.throttled.rate"},
+	} {
+		if q.q != nil && q.q.Bound() != q.rate {
+			q.q.SetBound(q.rate)
+			s.lg.Info("replication quota changed", "config", q.name, "bytes_per_second", q.rate)
 		}
 	}
 }

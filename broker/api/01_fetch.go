@@ -61,7 +61,14 @@ import (
 //   partitions: FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
 //   FETCH_SESSION_TOPIC_ID_ERROR (a v13+ session used by an older
 //   request, or the other way). Sessions of v13+ requests key partitions
-//   by topic id, older ones by name
+//   by topic id, older ones by name. Followers' sessions are privileged
+//   in eviction, as Kafka's
+// * Replication throttle (leader.replication.throttled.rate and the
+//   topic's leader.replication.throttled.replicas naming this broker for
+//   the partition, or *): a follower not in the ISR gets no records of a
+//   throttled partition while the leader quota is exceeded (its high
+//   watermark and log start still); the records sent of throttled
+//   partitions are charged to the quota
 //
 // Version notes:
 // * v4: isolation level, last stable offset, aborted transactions
@@ -231,7 +238,19 @@ func (f *delayedFetch) read() {
 				err = p.FollowerFetch(replicaID, pt.fetchOffset)
 			}
 		}
-		if err == nil && !diverged {
+		throttled := false
+		if err == nil && !diverged && replicaID >= 0 && h.cfg.LeaderQuota != nil && p.LeaderThrottled() {
+			// Kafka's shouldLeaderThrottle: a follower out of the ISR
+			// gets no records of a throttled partition while the leader
+			// quota is exceeded (it waits, as any fetch short of
+			// min_bytes); one in the ISR is never held back.
+			fp.throttled = true
+			if !p.IsReplicaInSync(replicaID) && h.cfg.LeaderQuota.Exceeded(h.now()) {
+				throttled = true
+				fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.HighWatermark(), p.HighWatermark(), p.Log().LogStartOffset()
+			}
+		}
+		if err == nil && !diverged && !throttled {
 			limit := min(int64(pt.maxBytes), remaining)
 			var info log.ReadInfo
 			if replicaID >= 0 {
@@ -286,6 +305,19 @@ func (f *delayedFetch) read() {
 // respond frames and sends the response.
 func (f *delayedFetch) respond() {
 	f.h.finishFetchResponse(f.ctx, &f.resp)
+	if q := f.h.cfg.LeaderQuota; q != nil {
+		// What is sent of throttled partitions counts against the leader
+		// quota (Kafka's sizeOfThrottledPartitions), whoever fetched it.
+		var n int64
+		for i := range f.resp.topics {
+			for j := range f.resp.topics[i].partitions {
+				if rp := &f.resp.topics[i].partitions[j]; rp.throttled {
+					n += rp.records.Length
+				}
+			}
+		}
+		q.Record(f.h.now(), n)
+	}
 	bp := bufPool.Get().(*[]byte)
 	var hdr [5]byte
 	h := f.c.header(hdr[:0])

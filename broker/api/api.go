@@ -16,6 +16,7 @@ import (
 	"github.com/qk-project/qk/broker/network"
 	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/replica/quota"
 )
 
 // Config wires a Handler.
@@ -41,6 +42,11 @@ type Config struct {
 	// by one of its kind with more partitions, and how long unused before
 	// any new session may evict it (min.incremental.fetch.session.eviction.ms).
 	FetchSessionEviction time.Duration
+	// LeaderQuota is the leader replication quota
+	// (leader.replication.throttled.rate): follower fetches of throttled
+	// partitions from followers out of the ISR get no records while it is
+	// exceeded; nil throttles nothing.
+	LeaderQuota *quota.Quota
 	// Groups is the group coordinator.
 	Groups *group.Coordinator
 	// LogDirs are the broker's log directories, for DescribeLogDirs.

@@ -44,6 +44,10 @@ type fetchPartition struct {
 	// ends on the leader; sent when divergingEpoch is not -1.
 	divergingEpoch     int32
 	divergingEndOffset int64
+	// throttled: a follower fetch of a partition under the leader
+	// replication quota; its records are charged to the quota once sent.
+	// Not on the wire.
+	throttled bool
 }
 
 type abortedTxn struct {

@@ -121,6 +121,10 @@ type Broker struct {
 	// means unlimited.
 	LeaderReplicationThrottledRate   int64 `config:"leader.replication.throttled.rate"`
 	FollowerReplicationThrottledRate int64 `config:"follower.replication.throttled.rate"`
+	// ReplicationQuotaWindowNum samples of ReplicationQuotaWindowSizeSeconds
+	// each measure the replication rates.
+	ReplicationQuotaWindowNum         int `config:"replication.quota.window.num"`
+	ReplicationQuotaWindowSizeSeconds int `config:"replication.quota.window.size.seconds"`
 
 	// ZookeeperConnect is zookeeper.connect as given; empty runs the
 	// embedded metadata store. ZookeeperServers and ZookeeperChroot are

@@ -279,6 +279,10 @@ var brokerTable = []Key{
 		Doc: "Fetcher goroutines per source broker."},
 	{Name: "controller.socket.timeout.ms", Type: TypeInt, Default: "30000", Importance: Medium,
 		Doc: "Socket timeout of controller-to-broker requests."},
+	{Name: "replication.quota.window.num", Type: TypeInt, Default: "11", Valid: AtLeast(1), Importance: Low,
+		Doc: "The number of samples to retain in memory for replication quotas."},
+	{Name: "replication.quota.window.size.seconds", Type: TypeInt, Default: "1", Valid: AtLeast(1), Importance: Low,
+		Doc: "The time span of each sample for replication quotas."},
 	// Replication quotas (Kafka's QuotaConfigs.brokerQuotaConfigs): dynamic
 	// only, per broker or as the cluster-wide default.
 	{Name: "leader.replication.throttled.rate", Type: TypeLong, Default: maxLong, Valid: AtLeast(0), Importance: Medium,
