@@ -27,6 +27,19 @@
 //	          |<-- consumers see -->|<- not yet ->|
 //	                                   committed
 //
+// # Replication throttles
+//
+// A topic's leader.replication.throttled.replicas and
+// follower.replication.throttled.replicas list partition:brokerId pairs
+// (or *); a broker applies them to its own replicas only
+// (LeaderThrottled, FollowerThrottled), as Kafka does: a leader listed
+// there holds what it sends followers out of the ISR under the leader
+// quota (the Fetch handler), a follower listed there holds what it
+// fetches while behind under the follower quota (replica/fetcher). The
+// quotas (replica/quota) are per broker and shared by all its throttled
+// partitions. In-sync replicas are never throttled, so acks=all writes
+// never wait on a throttle.
+//
 // # Invariants
 //
 //   - A Partition's log is open for as long as the Partition is in the

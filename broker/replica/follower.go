@@ -7,7 +7,6 @@ import (
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/replica/fetcher"
 	"github.com/qk-project/qk/broker/replica/isr"
-	"github.com/qk-project/qk/broker/replica/quota"
 )
 
 // A Partition is the fetcher's Follower while this broker follows: the
@@ -105,5 +104,5 @@ func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 func (p *Partition) FollowerThrottled() bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return quota.Throttled(p.config.FollowerReplicationThrottledReplicas, p.index, p.m.cfg.BrokerID)
+	return p.followerThrottled
 }

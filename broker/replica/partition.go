@@ -29,6 +29,11 @@ type Partition struct {
 	// LeaderAndIsr's zkVersion): an ISR change is asked against it.
 	partitionEpoch int32
 	config         config.Topic
+	// leaderThrottled and followerThrottled: the topic's
+	// leader/follower.replication.throttled.replicas name this broker's
+	// replica, worked out once per config (setConfigLocked) rather than
+	// at every fetch.
+	leaderThrottled, followerThrottled bool
 
 	// hwMu serialises "read LEO, raise HW" so that concurrent appends
 	// and follower fetches never move the high watermark backwards; it
@@ -105,7 +110,7 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 	p.replicas = slices.Clone(st.Replicas)
 	p.isr = slices.Clone(st.ISR)
 	p.partitionEpoch = st.PartitionEpoch
-	p.config = st.Config
+	p.setConfigLocked(st.Config)
 	isLeader := p.leader == p.m.cfg.BrokerID
 	p.mu.Unlock()
 
@@ -325,6 +330,13 @@ func (p *Partition) FollowerFetch(replica int32, fetchOffset int64) error {
 	return nil
 }
 
+// setConfigLocked takes the topic's config. Called with mu held.
+func (p *Partition) setConfigLocked(cfg config.Topic) {
+	p.config = cfg
+	p.leaderThrottled = quota.Throttled(cfg.LeaderReplicationThrottledReplicas, p.index, p.m.cfg.BrokerID)
+	p.followerThrottled = quota.Throttled(cfg.FollowerReplicationThrottledReplicas, p.index, p.m.cfg.BrokerID)
+}
+
 // LeaderThrottled reports whether the topic's
 // leader.replication.throttled.replicas names this broker's replica of
 // the partition: what it sends followers not in the ISR is held under
@@ -333,7 +345,7 @@ func (p *Partition) FollowerFetch(replica int32, fetchOffset int64) error {
 func (p *Partition) LeaderThrottled() bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return quota.Throttled(p.config.LeaderReplicationThrottledReplicas, p.index, p.m.cfg.BrokerID)
+	return p.leaderThrottled
 }
 
 // IsReplicaInSync reports whether replica is in the ISR (Kafka's

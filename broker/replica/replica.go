@@ -332,7 +332,7 @@ func (m *Manager) SetTopicConfig(topic string, cfg config.Topic) error {
 			continue
 		}
 		p.mu.Lock()
-		p.config = cfg
+		p.setConfigLocked(cfg)
 		p.mu.Unlock()
 		if err := p.log.SetConfig(m.LogConfig(cfg)); err != nil {
 			errs = append(errs, fmt.Errorf("%s-%d: %w", topic, p.index, err))
