@@ -3,6 +3,7 @@ package fetcher
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -156,7 +157,8 @@ func sessionErr(code int16) *kmsg.FetchResponse {
 func TestFetcherSession(t *testing.T) {
 	leader := newFakeLeader()
 	q := quota.New(quota.Unlimited, 2, time.Second)
-	m := New(Config{BrokerID: 1, NewSender: func() Sender { return leader }, Backoff: 10 * time.Millisecond, Quota: q})
+	lg := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m := New(Config{BrokerID: 1, NewSender: func() Sender { return leader }, Backoff: 10 * time.Millisecond, Quota: q, Logger: lg})
 	t.Cleanup(m.Close)
 	fs := []*fakeFollower{{}, {}, {}}
 	for i, f := range fs {
