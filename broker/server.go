@@ -720,7 +720,11 @@ func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 			s.lg.Info("applied dynamic broker config")
 		}
 	}
-	defaults := s.cfg.Load().TopicDefaults()
+	cfg := s.cfg.Load()
+	if defaultsChanged && cfg.UncleanLeaderElectionEnable && s.ctrl != nil {
+		s.ctrl.EnableUncleanLeaderElection("")
+	}
+	defaults := cfg.TopicDefaults()
 	for _, name := range new.TopicNames() {
 		t := new.Topics[name]
 		prev := old.Topics[name]
@@ -734,6 +738,11 @@ func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 		}
 		if err := s.replicas.SetTopicConfig(name, tc); err != nil {
 			s.lg.Error("topic config not applied", "topic", name, "err", err)
+		}
+		// Kafka's TopicConfigHandler: a topic now allowing unclean
+		// elections has its offline partitions elected at once.
+		if tc.UncleanLeaderElectionEnable && s.ctrl != nil {
+			s.ctrl.EnableUncleanLeaderElection(name)
 		}
 	}
 }

@@ -160,3 +160,35 @@ func (c *Controller) autoRebalance(pct int) {
 	defer cancel()
 	_, _ = c.electLeadersLocked(ctx, ElectPreferred, elect)
 }
+
+// EnableUncleanLeaderElection is Kafka's TopicUncleanLeaderElectionEnable
+// event (and, with topic "", its broker-wide counterpart): the operator
+// just allowed unclean elections, so the offline partitions of the topic
+// (of every topic) may now be led by an out-of-sync replica. The offline
+// partitions are elected at once, as Kafka's controller does; without the
+// event they would wait for the next broker change, which may never come
+// when the only in-sync replica is gone for good. Every broker calls it
+// when it sees the config change; only the active controller acts.
+func (c *Controller) EnableUncleanLeaderElection(topic string) {
+	if !c.active.Load() {
+		return
+	}
+	c.enqueue(func() {
+		cc := c.cc
+		var tps []TP
+		for _, tp := range cc.sm.PartitionsIn(statemachine.OfflinePartition) {
+			if (topic == "" || tp.Topic == topic) && !cc.toDelete[tp.Topic] {
+				tps = append(tps, tp)
+			}
+		}
+		if len(tps) == 0 {
+			return
+		}
+		c.lg.Info("unclean leader election enabled; electing offline partitions", "topic", topic, "partitions", len(tps))
+		ctx, cancel := c.opCtx()
+		defer cancel()
+		b := newBatch()
+		c.electLeaders(ctx, b, tps)
+		c.send(b)
+	})
+}
