@@ -45,6 +45,9 @@ type broker struct {
 	dataDir string   // log.dirs
 	logDir  string   // one log file per start, printed when the test fails
 	args    []string // extra arguments after the standard ones
+	// netns, if set, is the network namespace (ip netns) the broker runs
+	// in; addr is then an address of that namespace, fixed by inNetns.
+	netns string
 	// nofile, if > 0, is the open-files limit (soft and hard) the next
 	// start runs under, set by the shell's ulimit before it execs qk.
 	nofile int
@@ -91,15 +94,18 @@ func startBroker(t *testing.T, opts ...brokerOption) *broker {
 		o(b)
 	}
 	t.Cleanup(b.cleanup)
+	fixed := b.addr != "" // inNetns: a namespace of its own, every port free
 	// A port found free can be taken before the broker binds it; a few
 	// fresh ports make that race harmless.
 	for attempt := 1; ; attempt++ {
-		b.addr = freeAddr(t)
+		if !fixed {
+			b.addr = freeAddr(t)
+		}
 		err := b.launch()
 		if err == nil {
 			return b
 		}
-		if errors.Is(err, errAddrInUse) && attempt < 3 {
+		if errors.Is(err, errAddrInUse) && attempt < 3 && !fixed {
 			t.Logf("port %s taken before the broker bound it, retrying", b.addr)
 			continue
 		}
@@ -155,6 +161,10 @@ func (b *broker) spawn() error {
 	cmd := exec.Command(qkBin, args...)
 	if b.nofile > 0 {
 		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, b.nofile), qkBin}, args...)...)
+	}
+	if b.netns != "" {
+		// ip netns exec execs qk in place: the PID stays the broker's.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", b.netns, qkBin}, args...)...)
 	}
 	cmd.Dir = filepath.Dir(b.dataDir)
 	cmd.Env = childEnv()

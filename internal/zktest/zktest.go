@@ -34,9 +34,15 @@ const TickTime = 500
 
 // Server is one ZooKeeper server process.
 type Server struct {
-	t       testing.TB
-	Dir     string // data dir, zoo.cfg, zk.log
-	Port    int    // client port on 127.0.0.1
+	t    testing.TB
+	Dir  string // data dir, zoo.cfg, zk.log
+	Port int    // client port on Host
+	// Host is the client port's address: 127.0.0.1, or an address of
+	// the network namespace Netns.
+	Host string
+	// Netns, if set, is the network namespace (ip netns) the server runs
+	// in, so that a test can cut it off from its clients.
+	Netns   string
 	id      int    // ensemble member id, 0 standalone
 	members string // server.N lines of an ensemble
 	cmd     *exec.Cmd
@@ -44,13 +50,35 @@ type Server struct {
 }
 
 // Addr is host:port of the client port.
-func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.Port) }
+func (s *Server) Addr() string { return net.JoinHostPort(s.host(), fmt.Sprint(s.Port)) }
+
+func (s *Server) host() string {
+	if s.Host == "" {
+		return "127.0.0.1"
+	}
+	return s.Host
+}
 
 // Start starts a standalone server and waits until it serves.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	requireJar(t)
 	s := &Server{t: t, Dir: t.TempDir(), Port: freePort(t)}
+	s.writeConfig()
+	s.launch()
+	t.Cleanup(s.Stop)
+	s.waitServing(30 * time.Second)
+	return s
+}
+
+// StartIn starts a standalone server inside the network namespace netns
+// (made with ip netns add), on host:2181, host being an address of that
+// namespace, and waits until it serves; the caller must be able to reach
+// host. The server listens on host only.
+func StartIn(t testing.TB, netns, host string) *Server {
+	t.Helper()
+	requireJar(t)
+	s := &Server{t: t, Dir: t.TempDir(), Port: 2181, Host: host, Netns: netns}
 	s.writeConfig()
 	s.launch()
 	t.Cleanup(s.Stop)
@@ -129,12 +157,12 @@ initLimit=20
 syncLimit=10
 dataDir=%s
 clientPort=%d
-clientPortAddress=127.0.0.1
+clientPortAddress=%s
 admin.enableServer=false
 4lw.commands.whitelist=*
 preAllocSize=4096
 maxSessionTimeout=%d
-`, TickTime, s.Dir, s.Port, 20*TickTime)
+`, TickTime, s.Dir, s.Port, s.host(), 20*TickTime)
 	if s.members != "" {
 		cfg += s.members + "\n"
 		if err := os.WriteFile(filepath.Join(s.Dir, "myid"), []byte(fmt.Sprintln(s.id)), 0o644); err != nil {
@@ -152,9 +180,14 @@ func (s *Server) launch() {
 		s.t.Fatal(err)
 	}
 	defer logf.Close()
-	s.cmd = exec.Command("java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+	args := []string{"java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.admin.enableServer=false", "-cp", Jar,
-		"org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(s.Dir, "zoo.cfg"))
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(s.Dir, "zoo.cfg")}
+	if s.Netns != "" {
+		// ip netns exec execs java in place: the PID stays the server's.
+		args = append([]string{"ip", "netns", "exec", s.Netns}, args...)
+	}
+	s.cmd = exec.Command(args[0], args[1:]...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
