@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/metadata/zkstore"
@@ -474,7 +475,8 @@ func probeProduce(t *testing.T, addr, topic string, p int32, value string) error
 	rp.Partition, rp.Records = p, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	cl := newPlainClient(t, addr, kgo.RequestTimeoutOverhead(5*time.Second))
+	// Produce v13 (Kafka 4.0) names topics by id only: stay below it.
+	cl := newPlainClient(t, addr, kgo.RequestTimeoutOverhead(5*time.Second), kgo.MaxVersions(kversion.V3_9_0()))
 	resp, err := cl.SeedBrokers()[0].Request(ctxFor(t, 15*time.Second), req)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoAnswer, err)
@@ -514,6 +516,9 @@ func TestReplicatedNetworkPartition(t *testing.T) {
 			"zookeeper.connect="+zk.Addr()+"/qk",
 			"zookeeper.session.timeout.ms=6000",
 			"offsets.topic.replication.factor=1",
+			// Short, so that the cut-off leader tries to shrink its ISR
+			// (and must fail) while the cut lasts.
+			"replica.lag.time.max.ms=2000",
 		)))
 	}
 	for _, b := range bs {
@@ -604,6 +609,14 @@ func TestReplicatedNetworkPartition(t *testing.T) {
 	// The old leader still takes itself for the leader: a write to it is
 	// still not acknowledged.
 	probe("after the new leader's election")
+	// It has tried to drop the silent followers from its ISR by then
+	// (replica.lag.time.max.ms=2000); had it done so on its own, as Kafka
+	// 0.8 did, the next write would be acknowledged by it alone.
+	shrink := regexp.MustCompile(`msg="shrinking ISR"[^\n]*topic=` + topic + ` partition=` + strconv.Itoa(int(part)) + ` `)
+	if log, ok := bs[old].waitLog(shrink, 10*time.Second); !ok {
+		t.Fatalf("broker %d, cut off, did not try to shrink the ISR of partition %d:\n%s", old, part, tail(log, 8<<10))
+	}
+	probe("after its attempt to shrink the ISR")
 	before := prod.counts()
 	prod.waitMore(t, before, all, 50, 30*time.Second, "acknowledgements on every partition with the new leader")
 
