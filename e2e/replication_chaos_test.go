@@ -314,6 +314,12 @@ func requireReplicasMatch(t *testing.T, bs []*broker, topic string, hws map[int3
 	}
 }
 
+// quickStop shortens a controlled shutdown that cannot move a
+// partition (the last broker standing leads it): Kafka's default retries
+// it three times, 5 s apart. What these tests check of shutdown is only
+// that it is clean.
+const quickStop = "controlled.shutdown.retry.backoff.ms=300"
+
 // fullISR: every partition of n led, with all replicas in sync.
 func fullISR(n int) func(kadm.PartitionDetails) bool {
 	return func(ps kadm.PartitionDetails) bool {
@@ -330,6 +336,8 @@ func fullISR(n int) func(kadm.PartitionDetails) bool {
 // controlled shutdown needs one), and requires clean exits.
 func stopAll(t *testing.T, bs []*broker) {
 	t.Helper()
+	start := time.Now()
+	defer func() { t.Logf("brokers stopped in %v", time.Since(start).Round(time.Millisecond)) }()
 	ctrl := controllerOf(t, bs[0].addr)
 	for i, b := range bs {
 		if int32(i) != ctrl {
@@ -379,7 +387,8 @@ func zkState(t *testing.T, zk *zkstore.Store, topic string, p int32) zkPartition
 // identical up to the high watermark.
 func TestReplicatedChaos(t *testing.T) {
 	const topic, parts = "chaos", 3
-	zk, bs := startZKCluster(t, 3)
+	zk := zktest.Start(t)
+	bs := startZKClusterOn(t, zk.Addr()+"/qk", 3, quickStop)
 	observer := openZK(t, zk.Addr()+"/qk")
 	minISR := "2"
 	resp, err := bs[0].admin().CreateTopic(ctxFor(t, 10*time.Second), parts, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)
@@ -519,6 +528,7 @@ func TestReplicatedNetworkPartition(t *testing.T) {
 			// Short, so that the cut-off leader tries to shrink its ISR
 			// (and must fail) while the cut lasts.
 			"replica.lag.time.max.ms=2000",
+			quickStop,
 		)))
 	}
 	for _, b := range bs {
@@ -679,7 +689,7 @@ func createAssigned(t *testing.T, b *broker, topic string, assignment map[int32]
 func TestUncleanLeaderElection(t *testing.T) {
 	const topic = "unclean"
 	zk := zktest.Start(t)
-	bs := startZKClusterOn(t, zk.Addr()+"/qk", 3, "replica.lag.time.max.ms=3000")
+	bs := startZKClusterOn(t, zk.Addr()+"/qk", 3, "replica.lag.time.max.ms=3000", quickStop)
 	observer := openZK(t, zk.Addr()+"/qk")
 	ctrl := controllerOf(t, bs[0].addr)
 	a, b := (ctrl+1)%3, (ctrl+2)%3
