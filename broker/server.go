@@ -720,11 +720,7 @@ func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 			s.lg.Info("applied dynamic broker config")
 		}
 	}
-	cfg := s.cfg.Load()
-	if defaultsChanged && cfg.UncleanLeaderElectionEnable && s.ctrl != nil {
-		s.ctrl.EnableUncleanLeaderElection("")
-	}
-	defaults := cfg.TopicDefaults()
+	defaults := s.cfg.Load().TopicDefaults()
 	for _, name := range new.TopicNames() {
 		t := new.Topics[name]
 		prev := old.Topics[name]
@@ -740,7 +736,9 @@ func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 			s.lg.Error("topic config not applied", "topic", name, "err", err)
 		}
 		// Kafka's TopicConfigHandler: a topic now allowing unclean
-		// elections has its offline partitions elected at once.
+		// elections (by its override or, defaultsChanged, by the
+		// cluster-wide default) has its offline partitions elected at
+		// once.
 		if tc.UncleanLeaderElectionEnable && s.ctrl != nil {
 			s.ctrl.EnableUncleanLeaderElection(name)
 		}

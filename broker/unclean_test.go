@@ -3,6 +3,7 @@
 package broker_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -17,13 +18,32 @@ import (
 // TestUncleanElectionOnConfigChange: the only in-sync replica (A) is
 // gone and the out-of-sync one (B) is back; with
 // unclean.leader.election.enable=false the partition stays offline. Once
-// the topic's config allows unclean elections the controller elects B at
-// once (Kafka's TopicUncleanLeaderElectionEnable event), without waiting
-// for a broker to come or go.
+// the topic's config, or the cluster-wide default, allows unclean
+// elections the controller elects B at once (Kafka's
+// TopicUncleanLeaderElectionEnable event and its broker-config
+// counterpart), without waiting for a broker to come or go.
 func TestUncleanElectionOnConfigChange(t *testing.T) {
+	enable := []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "unclean.leader.election.enable", Value: kadm.StringPtr("true")}}
+	for _, tc := range []struct {
+		name  string
+		topic map[string]string // the topic's overrides
+		alter func(context.Context, *kadm.Client) (kadm.AlterConfigsResponses, error)
+	}{
+		{"topic", map[string]string{"unclean.leader.election.enable": "false"}, func(ctx context.Context, adm *kadm.Client) (kadm.AlterConfigsResponses, error) {
+			return adm.AlterTopicConfigs(ctx, enable, "unclean")
+		}},
+		{"cluster default", nil, func(ctx context.Context, adm *kadm.Client) (kadm.AlterConfigsResponses, error) {
+			return adm.AlterBrokerConfigs(ctx, enable) // no broker: the cluster-wide default
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testUncleanOnConfigChange(t, tc.topic, tc.alter) })
+	}
+}
+
+func testUncleanOnConfigChange(t *testing.T, topicConfig map[string]string, alter func(context.Context, *kadm.Client) (kadm.AlterConfigsResponses, error)) {
 	c := brokertest.StartCluster(t, 2, brokertest.WithConfig("controlled.shutdown.max.retries", "0"))
 	a, b := c.Brokers[0], c.Brokers[1]
-	createReplicated(t, c, "unclean", map[int32][]int32{0: {0, 1}}, map[string]string{"unclean.leader.election.enable": "false"})
+	createReplicated(t, c, "unclean", map[int32][]int32{0: {0, 1}}, topicConfig)
 	waitFor(t, 10*time.Second, "A leading with both in sync", func() bool {
 		p, err := a.Replicas().Partition("unclean", 0)
 		return err == nil && p.IsLeader() && len(p.State().ISR) == 2
@@ -50,8 +70,7 @@ func TestUncleanElectionOnConfigChange(t *testing.T) {
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		require.False(t, leads(), "B elected with unclean.leader.election.enable=false")
 	}
-	resp, err := newAdmin(t, b.Addr).AlterTopicConfigs(testCtx(t), []kadm.AlterConfig{
-		{Op: kadm.SetConfig, Name: "unclean.leader.election.enable", Value: kadm.StringPtr("true")}}, "unclean")
+	resp, err := alter(testCtx(t), newAdmin(t, b.Addr))
 	require.NoError(t, err)
 	for _, r := range resp {
 		require.NoError(t, r.Err)

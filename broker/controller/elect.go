@@ -162,9 +162,9 @@ func (c *Controller) autoRebalance(pct int) {
 }
 
 // EnableUncleanLeaderElection is Kafka's TopicUncleanLeaderElectionEnable
-// event (and, with topic "", its broker-wide counterpart): the operator
-// just allowed unclean elections, so the offline partitions of the topic
-// (of every topic) may now be led by an out-of-sync replica. The offline
+// event: the operator just allowed unclean elections for topic (by its
+// config or the cluster-wide default), so its offline partitions may now
+// be led by an out-of-sync replica. The offline
 // partitions are elected at once, as Kafka's controller does; without the
 // event they would wait for the next broker change, which may never come
 // when the only in-sync replica is gone for good. Every broker calls it
@@ -177,7 +177,7 @@ func (c *Controller) EnableUncleanLeaderElection(topic string) {
 		cc := c.cc
 		var tps []TP
 		for _, tp := range cc.sm.PartitionsIn(statemachine.OfflinePartition) {
-			if (topic == "" || tp.Topic == topic) && !cc.toDelete[tp.Topic] {
+			if tp.Topic == topic && !cc.toDelete[tp.Topic] {
 				tps = append(tps, tp)
 			}
 		}
