@@ -3,8 +3,11 @@
 package e2e
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -30,6 +33,7 @@ type netLab struct {
 	n      int
 	bridge string
 	nss    []string
+	veths  []string // the root namespace's ends
 }
 
 // newNetLab makes the bridge. Namespaces need root (CAP_NET_ADMIN) and
@@ -79,6 +83,7 @@ func (l *netLab) host(name string, host int) (ns, ip string) {
 	ipCmd(l.t, "netns", "add", ns)
 	l.nss = append(l.nss, ns)
 	ipCmd(l.t, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns)
+	l.veths = append(l.veths, veth)
 	ipCmd(l.t, "link", "set", veth, "master", l.bridge, "up")
 	ipCmd(l.t, "-n", ns, "addr", "add", ip+"/24", "dev", "eth0")
 	ipCmd(l.t, "-n", ns, "link", "set", "eth0", "up")
@@ -99,10 +104,17 @@ func (l *netLab) heal(ns, to string) {
 	ipCmd(l.t, "-n", ns, "route", "del", "blackhole", to+"/32")
 }
 
-// close removes the namespaces (which takes their veth ends, and so the
-// pairs, with them) and the bridge. Errors are reported, not fatal: every
-// piece is tried.
+// close removes the veth pairs, the namespaces and the bridge. The pairs
+// go first, by their root ends: a namespace outlives its name (ip netns
+// del) while the kernel still holds sockets of it (those of a killed
+// process, retransmitting), and its veths would stay with it. Errors are
+// reported, not fatal: every piece is tried.
 func (l *netLab) close() {
+	for _, v := range l.veths {
+		if out, err := exec.Command("ip", "link", "del", v).CombinedOutput(); err != nil {
+			l.t.Errorf("ip link del %s: %v: %s", v, err, out)
+		}
+	}
 	for _, ns := range l.nss {
 		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
 			l.t.Errorf("ip netns del %s: %v: %s", ns, err, out)
@@ -127,5 +139,58 @@ func inNetns(ns, addr string) brokerOption {
 		b.netns, b.addr = ns, addr
 		host := addr[:strings.LastIndexByte(addr, ':')]
 		b.args = append(b.args, "--set", "qk.http.listener="+host+":9644")
+	}
+}
+
+// listeners returns the local addresses of the TCP sockets listening in
+// the network namespace of process pid (its /proc/<pid>/net/tcp and
+// tcp6), as host:port.
+func listeners(t *testing.T, pid int) []string {
+	t.Helper()
+	var out []string
+	for _, f := range []string{"tcp", "tcp6"} {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
+		if err != nil {
+			t.Fatalf("sockets of pid %d: %v", pid, err)
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			fs := strings.Fields(line)
+			if len(fs) < 4 || fs[3] != "0A" { // TCP_LISTEN
+				continue
+			}
+			host, port, ok := strings.Cut(fs[1], ":")
+			raw, err := hex.DecodeString(host)
+			if !ok || err != nil || (len(raw) != 4 && len(raw) != 16) {
+				t.Fatalf("/proc/%d/net/%s: local address %q", pid, f, fs[1])
+			}
+			// The kernel prints the address as 32-bit words in host
+			// (little-endian) order.
+			ip := make(net.IP, len(raw))
+			for i := 0; i < len(raw); i += 4 {
+				binary.BigEndian.PutUint32(ip[i:], binary.LittleEndian.Uint32(raw[i:]))
+			}
+			var pn uint16
+			if _, err := fmt.Sscanf(port, "%X", &pn); err != nil {
+				t.Fatalf("/proc/%d/net/%s: port %q", pid, f, port)
+			}
+			out = append(out, net.JoinHostPort(ip.String(), fmt.Sprint(pn)))
+		}
+	}
+	return out
+}
+
+// requireListensOnlyOn requires every TCP socket listening in process
+// pid's namespace to be bound to ip: a server bound to 0.0.0.0 or to
+// loopback would be reachable by a path the lab does not cut.
+func requireListensOnlyOn(t *testing.T, what string, pid int, ip string) {
+	t.Helper()
+	ls := listeners(t, pid)
+	if len(ls) == 0 {
+		t.Fatalf("%s (pid %d): no listening socket", what, pid)
+	}
+	for _, l := range ls {
+		if h, _, _ := net.SplitHostPort(l); h != ip {
+			t.Fatalf("%s (pid %d) listens on %s; want only %s (listening: %v)", what, pid, l, ip, ls)
+		}
 	}
 }

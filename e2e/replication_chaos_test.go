@@ -537,6 +537,10 @@ func TestReplicatedNetworkPartition(t *testing.T) {
 			return err == nil && len(md.Brokers) == 3
 		})
 	}
+	requireListensOnlyOn(t, "ZooKeeper", zk.Pid(), zkIP)
+	for i, b := range bs {
+		requireListensOnlyOn(t, fmt.Sprintf("broker %d", i), b.pid(), ips[i])
+	}
 	observer := openZK(t, zk.Addr()+"/qk")
 	minISR := "2"
 	resp, err := bs[0].admin().CreateTopic(ctxFor(t, 10*time.Second), parts, 3, map[string]*string{"min.insync.replicas": &minISR}, topic)

@@ -275,6 +275,9 @@ func (s *Server) HasSession(id int64) (bool, error) {
 	return false, nil
 }
 
+// Pid is the server process's id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // Log is the server's log, for failure messages.
 func (s *Server) Log() string {
 	b, _ := os.ReadFile(filepath.Join(s.Dir, "zk.log"))
