@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -92,6 +93,16 @@ func (s *Server) leaderAndIsr(ctx context.Context, req *kmsg.LeaderAndISRRequest
 		resp.ErrorCode = code
 		return resp
 	}
+	// Configs written before the controller sent this must apply to it
+	// (a reassignment's throttled replicas, set by the tool just before
+	// it asked for the move), and their /config/changes notification may
+	// not have arrived yet: read them now. Before controlMu, which
+	// Cache.mu is never held with.
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if err := s.cache.Sync(sctx); err != nil {
+		s.lg.Warn("cannot re-read configs for a LeaderAndIsr; applying the cached ones", "err", err)
+	}
+	cancel()
 	s.controlMu.Lock()
 	defer s.controlMu.Unlock()
 	id := s.static.BrokerID

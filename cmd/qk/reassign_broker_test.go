@@ -4,8 +4,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
-	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,22 +22,17 @@ import (
 // These tests move partitions on qk brokers, so they need the broker side
 // of reassignment: AlterPartitionReassignments (45) and
 // ListPartitionReassignments (46), and the two throttled rates as dynamic
-// broker configs. requireReassignmentAPIs skips them until every broker
-// advertises both APIs and accepts the rates, so they switch themselves
-// on when that lands; QK_REQUIRE_REASSIGNMENT=1 makes the skip a failure
-// instead, to check that they run.
+// broker configs; requireReassignmentAPIs fails them, with what is
+// missing, if a broker lacks any of it.
 
-// requireReassignmentAPIs skips t unless every broker advertises the two
+// requireReassignmentAPIs fails t unless every broker advertises the two
 // reassignment APIs and accepts leader/follower.replication.throttled.rate
 // (checked with a validate-only IncrementalAlterConfigs).
 func requireReassignmentAPIs(t *testing.T, adm *kadm.Client) {
 	t.Helper()
 	skip := func(msg string) {
 		t.Helper()
-		if testingRequireReassignment() {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		t.Fatal(msg)
 	}
 	vs, err := adm.ApiVersions(t.Context())
 	require.NoError(t, err)
@@ -60,13 +56,12 @@ func requireReassignmentAPIs(t *testing.T, adm *kadm.Client) {
 	}
 }
 
-func testingRequireReassignment() bool { return os.Getenv("QK_REQUIRE_REASSIGNMENT") == "1" }
-
 // reassignQK starts three qk brokers and returns the bootstrap list, an
 // admin client and a kgo client.
 func reassignQK(t *testing.T) (string, *kadm.Client, *kgo.Client) {
 	t.Helper()
-	c := brokertest.StartCluster(t, 3, brokertest.WithConfig("auto.leader.rebalance.enable", "false"))
+	c := brokertest.StartCluster(t, 3, brokertest.WithConfig("auto.leader.rebalance.enable", "false"),
+		brokertest.WithConfig("controlled.shutdown.max.retries", "0"))
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.DefaultProduceTopic("moves"))
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
@@ -111,7 +106,9 @@ func TestReassignPartitionsQK(t *testing.T) {
 		return strings.Contains(last, "Reassignment of partition moves-0 is completed.")
 	}, 30*time.Second, 200*time.Millisecond, "verify: %s", last)
 	require.Contains(t, last, "Clearing broker-level throttles on brokers 0,1,2\nClearing topic-level throttles on topic moves\n")
-	require.Equal(t, to, replicasOf(t, adm, "moves")[0])
+	// The controller has it; every broker's metadata follows.
+	require.Eventually(t, func() bool { return slices.Equal(to, replicasOf(t, adm, "moves")[0]) }, 10*time.Second, 20*time.Millisecond,
+		"the target replicas in the metadata")
 	require.Equal(t, "No partition reassignments found.\n", qk("--list"))
 	require.Empty(t, topicConfigs(t, adm, "moves")["leader.replication.throttled.replicas"])
 
@@ -140,8 +137,9 @@ func TestReassignPartitionsCancelQK(t *testing.T) {
 	defer cancel()
 	_, err := adm.CreateTopic(ctx, 1, 1, nil, "moves")
 	require.NoError(t, err)
-	value := make([]byte, 10000)
-	for range 200 { // 2 MB: 2000 s at 1 KB/s
+	for range 200 { // 2 MB: 2000 s at 1 KB/s; random, so no codec shrinks it
+		value := make([]byte, 10000)
+		_, _ = rand.Read(value)
 		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr())
 	}
 	from := replicasOf(t, adm, "moves")[0]
@@ -156,7 +154,7 @@ func TestReassignPartitionsCancelQK(t *testing.T) {
 	list, err := run("--list")
 	require.NoError(t, err)
 	if list == "No partition reassignments found.\n" {
-		t.Skip("the move finished at once: the brokers do not throttle replication yet")
+		t.Fatal("the move finished at once: the brokers did not throttle replication")
 	}
 	require.Equal(t, fmt.Sprintf("Current partition reassignments:\nmoves-0: replicas: %d,%d. adding: %d. removing: %d.\n",
 		to[0], from[0], to[0], from[0]), list)
