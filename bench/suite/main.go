@@ -46,11 +46,11 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/qk-project/qk/bench/internal/benchproc"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -133,12 +133,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 		if c.qk == "" {
-			if c.qk, err = goBuild(ctx, filepath.Join(dir, "qk"), "./cmd/qk"); err != nil {
+			if c.qk, err = benchproc.GoBuild(ctx, filepath.Join(dir, "qk"), "./cmd/qk"); err != nil {
 				return err
 			}
 		}
 		if c.kfake == "" {
-			if c.kfake, err = goBuild(ctx, filepath.Join(dir, "kfakebroker"), "./bench/kfakebroker"); err != nil {
+			if c.kfake, err = benchproc.GoBuild(ctx, filepath.Join(dir, "kfakebroker"), "./bench/kfakebroker"); err != nil {
 				return err
 			}
 		}
@@ -196,7 +196,7 @@ type suite struct {
 func (s *suite) runRow(ctx context.Context, r row) *rowResult {
 	rr := &rowResult{row: r, runs: make(map[role][]sample)}
 	fmt.Fprintf(s.log, "suite: %s\n", r.name)
-	procs := make(map[role]*proc)
+	procs := make(map[role]*benchproc.Proc)
 	admins := make(map[role]*kadm.Client)
 	defer func() {
 		for _, adm := range admins {
@@ -208,18 +208,18 @@ func (s *suite) runRow(ctx context.Context, r row) *rowResult {
 				continue
 			}
 			if ctx.Err() != nil || rr.err != nil {
-				p.kill()
-				os.RemoveAll(p.dir)
+				p.Kill()
+				os.RemoveAll(p.Dir)
 				continue
 			}
-			if err := p.stop(); err != nil {
+			if err := stopProc(p); err != nil {
 				rr.err = errors.Join(rr.err, err)
 			}
 		}
 	}()
 	for _, ro := range r.roles {
 		var (
-			p   *proc
+			p   *benchproc.Proc
 			err error
 		)
 		if ro == roleQK {
@@ -232,7 +232,7 @@ func (s *suite) runRow(ctx context.Context, r row) *rowResult {
 			return rr
 		}
 		procs[ro] = p
-		cl, err := kgo.NewClient(kgo.SeedBrokers(p.addr))
+		cl, err := kgo.NewClient(kgo.SeedBrokers(p.Addr))
 		if err != nil {
 			rr.err = err
 			return rr
@@ -248,7 +248,7 @@ func (s *suite) runRow(ctx context.Context, r row) *rowResult {
 		for _, ro := range r.roles {
 			smp, err := s.runOnce(ctx, r, ro, procs[ro], admins[ro])
 			if err != nil {
-				rr.err = fmt.Errorf("%s, %s: %w\n%s log:\n%s", r.roleName(ro), label, err, r.roleName(ro), procs[ro].logTail(2<<10))
+				rr.err = fmt.Errorf("%s, %s: %w\n%s log:\n%s", r.roleName(ro), label, err, r.roleName(ro), procs[ro].LogTail(2<<10))
 				return rr
 			}
 			fmt.Fprintf(s.log, "suite:   %-26s %s: %s\n", r.roleName(ro), label, smp)
@@ -263,7 +263,7 @@ func (s *suite) runRow(ctx context.Context, r row) *rowResult {
 // runOnce is one run of r against the broker p: a fresh topic, the fill
 // for a consume row, the measured `qk perf` process with the broker's CPU
 // read just before and after it, and the topic's deletion.
-func (s *suite) runOnce(ctx context.Context, r row, ro role, p *proc, adm *kadm.Client) (sample, error) {
+func (s *suite) runOnce(ctx context.Context, r row, ro role, p *benchproc.Proc, adm *kadm.Client) (sample, error) {
 	s.topic++
 	topic := fmt.Sprintf("bench-%d", s.topic)
 	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -283,37 +283,37 @@ func (s *suite) runOnce(ctx context.Context, r row, ro role, p *proc, adm *kadm.
 			err = resp.Err
 		}
 		if err != nil {
-			fmt.Fprintf(s.log, "suite: delete topic %s on %s: %v (its data stays until the row ends)\n", topic, p.name, err)
+			fmt.Fprintf(s.log, "suite: delete topic %s on %s: %v (its data stays until the row ends)\n", topic, p.Name, err)
 		}
 	}()
 
 	if r.needsFill(ro) {
-		f, err := runPerf(ctx, s.cfg.qk, produceArgs(r, p.addr, topic), s.cfg.timeout)
+		f, err := benchproc.RunPerf(ctx, s.cfg.qk, produceArgs(r, p.Addr, topic), s.cfg.timeout)
 		if err == nil {
-			err = f.check(produceLoad, r.records)
+			err = check(f, produceLoad, r.records)
 		}
 		if err != nil {
 			return sample{}, fmt.Errorf("fill: %w", err)
 		}
 	}
 
-	args := produceArgs(r, p.addr, topic)
+	args := produceArgs(r, p.Addr, topic)
 	if r.load == consumeLoad {
-		args = consumeArgs(r, p.addr, topic, min(s.cfg.timeout, 30*time.Second))
+		args = consumeArgs(r, p.Addr, topic, min(s.cfg.timeout, 30*time.Second))
 	}
-	cpu0, err := p.cpuSeconds()
+	cpu0, err := p.CPUSeconds()
 	if err != nil {
 		return sample{}, err
 	}
-	f, err := runPerf(ctx, s.cfg.qk, args, s.cfg.timeout)
+	f, err := benchproc.RunPerf(ctx, s.cfg.qk, args, s.cfg.timeout)
 	if err != nil {
 		return sample{}, err
 	}
-	cpu1, err := p.cpuSeconds()
+	cpu1, err := p.CPUSeconds()
 	if err != nil {
 		return sample{}, err
 	}
-	if err := f.check(r.load, r.records); err != nil {
+	if err := check(f, r.load, r.records); err != nil {
 		return sample{}, fmt.Errorf("%s: %w", strings.Join(args[:2], " "), err)
 	}
 	return newSample(f, r, cpu1-cpu0), nil
@@ -327,7 +327,7 @@ func (s *suite) runOnce(ctx context.Context, r row, ro role, p *proc, adm *kadm.
 // as kafka-consumer-perf-test's fetch.MB.sec: a group join's wait is the
 // coordinator's policy (group.initial.rebalance.delay.ms), not the cost
 // of serving fetches, and would swamp short runs.
-func newSample(f perfFinal, r row, cpu float64) sample {
+func newSample(f benchproc.Final, r row, cpu float64) sample {
 	b := float64(f.Bytes)
 	if b <= 0 {
 		b = float64(r.records) * float64(r.size)
@@ -344,74 +344,21 @@ func newSample(f perfFinal, r row, cpu float64) sample {
 }
 
 func (s sample) String() string {
-	str := fmt.Sprintf("%s rec/s %.1f MiB/s %.2f CPU-s/GiB", group(s.recPerSec), s.mibPerSec, s.cpuPerGiB)
+	str := fmt.Sprintf("%s rec/s %.1f MiB/s %.2f CPU-s/GiB", benchproc.Group(s.recPerSec), s.mibPerSec, s.cpuPerGiB)
 	if s.hasLatency {
 		str += fmt.Sprintf(" p50 %.3f p99 %.3f p99.9 %.3f ms", s.p50, s.p99, s.p999)
 	}
 	return str
 }
 
-// goBuild builds pkg of the module the suite runs in into out.
-func goBuild(ctx context.Context, out, pkg string) (string, error) {
-	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(gomod))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside the qk module: run from the repository or pass -qk and -kfake")
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-	cmd.Dir = filepath.Dir(mod)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out, nil
-}
-
 // machine describes where the suite runs: the checkout, Go, kfake's
 // version, the CPU and the kernel. Each is best effort: a missing one
 // says "unknown" rather than stopping a long run.
 func machine() header {
-	h := header{goVersion: runtime.Version(), cpus: runtime.NumCPU()}
-	if out, err := exec.Command("git", "describe", "--tags", "--always", "--dirty").Output(); err == nil {
-		h.describe = strings.TrimSpace(string(out))
-	}
+	m := benchproc.Machine()
+	h := header{describe: m.Describe, goVersion: m.GoVersion, cpuModel: m.CPUModel, cpus: m.CPUs, kernel: m.Kernel}
 	if out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/twmb/franz-go/pkg/kfake").Output(); err == nil {
 		h.kfake = strings.TrimSpace(string(out))
 	}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		h.cpuModel, h.cpus = parseCPUInfo(string(b), h.cpus)
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		h.kernel = strings.TrimSpace(string(b))
-	}
 	return h
-}
-
-// parseCPUInfo returns the first "model name" of /proc/cpuinfo and the
-// number of "processor" entries (def when there are none).
-func parseCPUInfo(info string, def int) (string, int) {
-	var model string
-	n := 0
-	for line := range strings.Lines(info) {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch strings.TrimSpace(k) {
-		case "processor":
-			n++
-		case "model name":
-			if model == "" {
-				model = strings.TrimSpace(v)
-			}
-		}
-	}
-	if n == 0 {
-		n = def
-	}
-	return model, n
 }

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"math"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/qk-project/qk/bench/internal/benchproc"
 )
 
 const (
@@ -31,21 +31,6 @@ type rowResult struct {
 	err  error
 }
 
-// median is the middle value, or the mean of the middle two. Medians,
-// not means: one run disturbed by a neighbour on a shared machine moves a
-// mean, not a median.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // summary is the median of each figure separately: the run with the
 // median throughput need not have the median latency.
 func summary(runs []sample) (sample, bool) {
@@ -57,7 +42,7 @@ func summary(runs []sample) (sample, bool) {
 		for i, r := range runs {
 			v[i] = f(r)
 		}
-		return median(v)
+		return benchproc.Median(v)
 	}
 	return sample{
 		recPerSec:  med(func(s sample) float64 { return s.recPerSec }),
@@ -128,9 +113,9 @@ type header struct {
 func markdown(h header, rs *results, targets []target) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# qk benchmark suite, %s\n\n", h.date.Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&sb, "- checkout: %s (%s)\n", orUnknown(h.describe), orUnknown(h.qkVersion))
-	fmt.Fprintf(&sb, "- machine: %s × %d CPUs, Linux %s, %s\n", orUnknown(h.cpuModel), h.cpus, orUnknown(h.kernel), h.goVersion)
-	fmt.Fprintf(&sb, "- peers and ceilings: franz-go kfake %s, one broker per process (bench/kfakebroker)\n", orUnknown(h.kfake))
+	fmt.Fprintf(&sb, "- checkout: %s (%s)\n", benchproc.OrUnknown(h.describe), benchproc.OrUnknown(h.qkVersion))
+	fmt.Fprintf(&sb, "- machine: %s × %d CPUs, Linux %s, %s\n", benchproc.OrUnknown(h.cpuModel), h.cpus, benchproc.OrUnknown(h.kernel), h.goVersion)
+	fmt.Fprintf(&sb, "- peers and ceilings: franz-go kfake %s, one broker per process (bench/kfakebroker)\n", benchproc.OrUnknown(h.kfake))
 	fmt.Fprintf(&sb, "- %s; every load is a `qk perf produce|consume --json` process over 127.0.0.1; "+
 		"random (incompressible) values; 1 partition unless stated; a fresh topic per run\n", runsText(h.runs, h.warmup))
 	sb.WriteString("- qk: `qk broker start` with defaults plus log.segment.delete.delay.ms=0 and group.initial.rebalance.delay.ms=0")
@@ -211,7 +196,7 @@ func markdown(h header, rs *results, targets []target) string {
 				for i := range h.runs {
 					c := ""
 					if i < len(r.runs[ro]) {
-						c = group(r.runs[ro][i].recPerSec)
+						c = benchproc.Group(r.runs[ro][i].recPerSec)
 					}
 					cells = append(cells, c)
 				}
@@ -225,11 +210,11 @@ func markdown(h header, rs *results, targets []target) string {
 // cells are one table line: row r against role ro.
 func (rs *results) cells(r *rowResult, ro role) []string {
 	s, ok := summary(r.runs[ro])
-	cells := []string{r.row.name, r.row.roleName(ro), group(float64(r.row.records))}
+	cells := []string{r.row.name, r.row.roleName(ro), benchproc.Group(float64(r.row.records))}
 	if !ok {
 		return append(cells, "—", "—", "—", "—", "—", "—", "—", "—")
 	}
-	cells = append(cells, group(s.recPerSec), fmt.Sprintf("%.1f", s.mibPerSec))
+	cells = append(cells, benchproc.Group(s.recPerSec), fmt.Sprintf("%.1f", s.mibPerSec))
 	if s.hasLatency {
 		cells = append(cells, ms(s.p50), ms(s.p99), ms(s.p999))
 	} else {
@@ -311,27 +296,7 @@ func runsText(runs, warmup int) string {
 	return s + " after " + plural(warmup, "warm-up run") + ", brokers interleaved run by run"
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
-}
-
 func oneLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	return strings.ReplaceAll(s, "|", `\|`)
-}
-
-// group formats v, rounded, with thousands separators: 1234567 -> 1,234,567.
-func group(v float64) string {
-	n := int64(math.Round(v))
-	if n < 0 {
-		return "-" + group(float64(-n))
-	}
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }

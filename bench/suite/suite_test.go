@@ -1,112 +1,38 @@
 package main
 
 import (
-	"math"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/qk-project/qk/bench/internal/benchproc"
 	"github.com/stretchr/testify/require"
 )
-
-func TestParseStatCPU(t *testing.T) {
-	// A command name with spaces and parentheses: fields are counted from
-	// the last ')'.
-	stat := []byte("4242 (qk (broker) x) S 1 4242 4242 0 -1 4194560 1177 0 0 0 250 130 0 0 20 0 9 0 100 0 0\n")
-	tests := []struct {
-		name  string
-		stat  []byte
-		ticks float64
-		want  float64
-		err   bool
-	}{
-		{"user+system", stat, 100, 3.8, false},
-		{"other tick rate", stat, 1000, 0.38, false},
-		{"no paren", []byte("4242 qk S 1"), 100, 0, true},
-		{"truncated", []byte("4242 (qk) S 1 2 3"), 100, 0, true},
-		{"not a number", []byte("4242 (qk) S 1 4242 4242 0 -1 4194560 1177 0 0 0 x 130 0"), 100, 0, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStatCPU(tt.stat, tt.ticks)
-			if tt.err {
-				require.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			require.InDelta(t, tt.want, got, 1e-9)
-		})
-	}
-}
 
 const (
 	produceFinal = `{"type":"final","records":500000,"bytes":512000000,"errors":0,"elapsed_s":1.25,"records_per_sec":400000.5,"mib_per_sec":390.6,"latency_ms":{"avg":3.1,"max":40.25,"p50":2.5,"p95":7.125,"p99":9.001,"p999":12.5}}`
 	consumeFinal = `{"type":"final","records":500000,"bytes":512000000,"elapsed_s":0.5,"records_per_sec":1000000,"mib_per_sec":976.6,"rebalance_ms":0,"fetch_ms":480,"fetch_mib_per_sec":1017.3,"fetch_records_per_sec":1041666.7}`
 )
 
-func TestParsePerfOutput(t *testing.T) {
-	progress := `{"type":"progress","records":250000,"records_per_sec":410000,"mib_per_sec":400.4}`
-	tests := []struct {
-		name    string
-		out     string
-		want    perfFinal
-		wantErr string
-	}{
-		{
-			name: "produce with progress lines",
-			out:  progress + "\n" + progress + "\n" + produceFinal + "\n",
-			want: perfFinal{Type: "final", Records: 500000, Bytes: 512000000, ElapsedS: 1.25, RecordsPerSec: 400000.5, MiBPerSec: 390.6,
-				Latency: &latency{Avg: 3.1, Max: 40.25, P50: 2.5, P95: 7.125, P99: 9.001, P999: 12.5}},
-		},
-		{
-			name: "consume",
-			out:  consumeFinal,
-			want: perfFinal{Type: "final", Records: 500000, Bytes: 512000000, ElapsedS: 0.5, RecordsPerSec: 1000000, MiBPerSec: 976.6,
-				FetchMS: 480, FetchMiBPerSec: 1017.3, FetchRecordsPerSec: 1041666.7},
-		},
-		{
-			name: "text and blank lines around, the last final wins, unknown fields ignored",
-			out:  "connecting to 127.0.0.1:9092\n\n" + `{"type":"final","records":1,"records_per_sec":1}` + "\n  " + `{"type":"final","records":2,"records_per_sec":2,"new_field":[1,2]}` + "  \nbye\n",
-			want: perfFinal{Type: "final", Records: 2, RecordsPerSec: 2},
-		},
-		{name: "no final line", out: progress + "\n", wantErr: `no line with "type":"final"`},
-		{name: "empty", out: "", wantErr: `no line with "type":"final"`},
-		{name: "final with a wrong type", out: `{"type":"final","records":"many"}`, wantErr: "final line"},
-		{name: "not JSON after a brace", out: "{oops\n", wantErr: `no line with "type":"final"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parsePerfOutput([]byte(tt.out))
-			if tt.wantErr != "" {
-				require.ErrorContains(t, err, tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			require.Equal(t, tt.want, got)
-		})
-	}
-}
-
 func TestPerfFinalCheck(t *testing.T) {
-	ok := perfFinal{Type: "final", Records: 100, ElapsedS: 1, RecordsPerSec: 100, Latency: &latency{P99: 1}}
+	ok := benchproc.Final{Type: "final", Records: 100, ElapsedS: 1, RecordsPerSec: 100, Latency: &benchproc.Latency{P99: 1}}
 	tests := []struct {
 		name    string
-		f       func(perfFinal) perfFinal
+		f       func(benchproc.Final) benchproc.Final
 		ld      load
 		wantErr string
 	}{
-		{"complete produce", func(f perfFinal) perfFinal { return f }, produceLoad, ""},
-		{"complete consume has no latency", func(f perfFinal) perfFinal { f.Latency = nil; return f }, consumeLoad, ""},
-		{"errors", func(f perfFinal) perfFinal { f.Errors = 3; return f }, produceLoad, "3 errors"},
-		{"short", func(f perfFinal) perfFinal { f.Records = 99; return f }, produceLoad, "99 of 100 records"},
-		{"too many", func(f perfFinal) perfFinal { f.Records = 101; return f }, consumeLoad, "101 of 100 records"},
-		{"zero rate", func(f perfFinal) perfFinal { f.RecordsPerSec = 0; return f }, produceLoad, "records/s"},
-		{"produce without latency", func(f perfFinal) perfFinal { f.Latency = nil; return f }, produceLoad, "no latency_ms"},
+		{"complete produce", func(f benchproc.Final) benchproc.Final { return f }, produceLoad, ""},
+		{"complete consume has no latency", func(f benchproc.Final) benchproc.Final { f.Latency = nil; return f }, consumeLoad, ""},
+		{"errors", func(f benchproc.Final) benchproc.Final { f.Errors = 3; return f }, produceLoad, "3 errors"},
+		{"short", func(f benchproc.Final) benchproc.Final { f.Records = 99; return f }, produceLoad, "99 of 100 records"},
+		{"too many", func(f benchproc.Final) benchproc.Final { f.Records = 101; return f }, consumeLoad, "101 of 100 records"},
+		{"zero rate", func(f benchproc.Final) benchproc.Final { f.RecordsPerSec = 0; return f }, produceLoad, "records/s"},
+		{"produce without latency", func(f benchproc.Final) benchproc.Final { f.Latency = nil; return f }, produceLoad, "no latency_ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.f(ok).check(tt.ld, 100)
+			err := check(tt.f(ok), tt.ld, 100)
 			if tt.wantErr == "" {
 				require.NoError(t, err)
 				return
@@ -117,7 +43,7 @@ func TestPerfFinalCheck(t *testing.T) {
 }
 
 func TestNewSample(t *testing.T) {
-	f, err := parsePerfOutput([]byte(produceFinal))
+	f, err := benchproc.ParsePerfOutput([]byte(produceFinal))
 	require.NoError(t, err)
 	r := row{records: 500000, size: 1024}
 	got := newSample(f, r, 0.5) // 0.5 CPU-s over 512,000,000 B
@@ -129,7 +55,7 @@ func TestNewSample(t *testing.T) {
 	require.InDelta(t, 0.5/(512e6/gib), newSample(f, r, 0.5).cpuPerGiB, 1e-9)
 
 	// A consumer counts its fetch phase, when the tool reports one.
-	f, err = parsePerfOutput([]byte(consumeFinal))
+	f, err = benchproc.ParsePerfOutput([]byte(consumeFinal))
 	require.NoError(t, err)
 	r.load = consumeLoad
 	got = newSample(f, r, 0.25)
@@ -138,27 +64,6 @@ func TestNewSample(t *testing.T) {
 	got = newSample(f, r, 0.25)
 	require.Equal(t, 1000000.0, got.recPerSec)
 	require.Equal(t, 976.6, got.mibPerSec)
-}
-
-func TestMedian(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []float64
-		want float64
-	}{
-		{"one", []float64{7}, 7},
-		{"odd, unsorted", []float64{5, 1, 9, 3, 7}, 5},
-		{"even: mean of the middle two", []float64{4, 1, 3, 2}, 2.5},
-		{"an outlier does not move it", []float64{10, 11, 12, 13, 1e9}, 12},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in := append([]float64(nil), tt.in...)
-			require.Equal(t, tt.want, median(tt.in))
-			require.Equal(t, in, tt.in, "median must not reorder its input (runs are listed in order)")
-		})
-	}
-	require.True(t, math.IsNaN(median(nil)))
 }
 
 func TestSummaryTakesEachFigureSeparately(t *testing.T) {
@@ -383,25 +288,6 @@ func TestKfakeSpecArgs(t *testing.T) {
 	}
 }
 
-func TestListeningAddr(t *testing.T) {
-	path := t.TempDir() + "/log"
-	require.Equal(t, "", listeningAddr(path), "no file yet")
-	require.NoError(t, writeFile(path, "kfake: starting\n"))
-	require.Equal(t, "", listeningAddr(path))
-	require.NoError(t, writeFile(path, "kfake: starting\nlistening on 127.0.0.1:4242\n"))
-	require.Equal(t, "127.0.0.1:4242", listeningAddr(path))
-}
-
-func TestParseCPUInfo(t *testing.T) {
-	info := "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
-	model, n := parseCPUInfo(info, 9)
-	require.Equal(t, "AMD EPYC 7B13", model)
-	require.Equal(t, 2, n)
-	model, n = parseCPUInfo("Features: fp asimd\n", 4) // some arm64 kernels have no model name
-	require.Equal(t, "", model)
-	require.Equal(t, 4, n)
-}
-
 func TestMarkdown(t *testing.T) {
 	rs := resultsOf(func(r row, ro role) sample {
 		return sample{recPerSec: 1234567, mibPerSec: 12.5, p50: 0.25, p99: 0.75, p999: 1.5, cpuPerGiB: 0.5, hasLatency: r.load == produceLoad}
@@ -459,14 +345,6 @@ func TestMarkdownEveryRun(t *testing.T) {
 	require.Contains(t, out, "| "+r.name+" | kfake peer | 10 | 20 |  |\n")
 	require.Contains(t, out, "| "+r.name+" | ceiling (kfake blackhole) |  |  |  |\n")
 }
-
-func TestGroup(t *testing.T) {
-	for v, want := range map[float64]string{0: "0", 999.4: "999", 999.5: "1,000", 1234567: "1,234,567", -1000: "-1,000"} {
-		require.Equal(t, want, group(v), "group(%v)", v)
-	}
-}
-
-func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
 
 type errString string
 
