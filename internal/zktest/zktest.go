@@ -4,6 +4,11 @@
 // A missing package fails the test: it is part of the set-up, not an
 // optional extra.
 //
+// Run starts a standalone server without a testing.TB, with a tickTime of
+// the caller's, for programs that need a real ZooKeeper outside tests
+// (bench/cluster needs sessions of 18 s, beyond the 10 s that TickTime
+// allows).
+//
 // It also has a TCP Proxy, to cut a client off from its server without
 // touching either: connection loss inside the session timeout, or long
 // enough for ZooKeeper to expire the session.
@@ -34,9 +39,10 @@ const TickTime = 500
 
 // Server is one ZooKeeper server process.
 type Server struct {
-	t    testing.TB
-	Dir  string // data dir, zoo.cfg, zk.log
-	Port int    // client port on Host
+	t        testing.TB // nil for a server of Run
+	tickTime int
+	Dir      string // data dir, zoo.cfg, zk.log
+	Port     int    // client port on Host
 	// Host is the client port's address: 127.0.0.1, or an address of
 	// the network namespace Netns.
 	Host string
@@ -63,11 +69,11 @@ func (s *Server) host() string {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	requireJar(t)
-	s := &Server{t: t, Dir: t.TempDir(), Port: freePort(t)}
-	s.writeConfig()
-	s.launch()
+	s := &Server{t: t, tickTime: TickTime, Dir: t.TempDir(), Port: freePort(t)}
+	s.must(s.writeConfig())
+	s.must(s.launch())
 	t.Cleanup(s.Stop)
-	s.waitServing(30 * time.Second)
+	s.must(s.waitServing(30 * time.Second))
 	return s
 }
 
@@ -78,12 +84,45 @@ func Start(t testing.TB) *Server {
 func StartIn(t testing.TB, netns, host string) *Server {
 	t.Helper()
 	requireJar(t)
-	s := &Server{t: t, Dir: t.TempDir(), Port: 2181, Host: host, Netns: netns}
-	s.writeConfig()
-	s.launch()
+	s := &Server{t: t, tickTime: TickTime, Dir: t.TempDir(), Port: 2181, Host: host, Netns: netns}
+	s.must(s.writeConfig())
+	s.must(s.launch())
 	t.Cleanup(s.Stop)
-	s.waitServing(30 * time.Second)
+	s.must(s.waitServing(30 * time.Second))
 	return s
+}
+
+// Run starts a standalone server in dir (which must exist and should be
+// empty) with tickTime ms ticks, so sessions of 2 to 20 ticks, and waits
+// until it serves. The caller must Stop it; it does not remove dir.
+func Run(dir string, tickTime int) (*Server, error) {
+	if err := checkJar(); err != nil {
+		return nil, err
+	}
+	port, err := pickPort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{tickTime: tickTime, Dir: dir, Port: port}
+	if err := s.writeConfig(); err != nil {
+		return nil, err
+	}
+	if err := s.launch(); err != nil {
+		return nil, err
+	}
+	if err := s.waitServing(30 * time.Second); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// must fails the test of a server of Start on err.
+func (s *Server) must(err error) {
+	if err != nil {
+		s.t.Helper()
+		s.t.Fatal(err)
+	}
 }
 
 // StartFrom starts a standalone server on a copy of an existing data dir
@@ -92,14 +131,14 @@ func StartIn(t testing.TB, netns, host string) *Server {
 func StartFrom(t testing.TB, dataDir string) *Server {
 	t.Helper()
 	requireJar(t)
-	s := &Server{t: t, Dir: t.TempDir(), Port: freePort(t)}
+	s := &Server{t: t, tickTime: TickTime, Dir: t.TempDir(), Port: freePort(t)}
 	if err := os.CopyFS(s.Dir, os.DirFS(dataDir)); err != nil {
 		t.Fatalf("zktest: copy %s: %v", dataDir, err)
 	}
-	s.writeConfig()
-	s.launch()
+	s.must(s.writeConfig())
+	s.must(s.launch())
 	t.Cleanup(s.Stop)
-	s.waitServing(30 * time.Second)
+	s.must(s.waitServing(30 * time.Second))
 	return s
 }
 
@@ -125,33 +164,40 @@ func StartEnsemble(t testing.TB, n int) *Ensemble {
 	e := &Ensemble{}
 	var lines []string
 	for i := 1; i <= n; i++ {
-		s := &Server{t: t, Dir: t.TempDir(), Port: freePort(t), id: i}
+		s := &Server{t: t, tickTime: TickTime, Dir: t.TempDir(), Port: freePort(t), id: i}
 		lines = append(lines, fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i, freePort(t), freePort(t)))
 		e.Servers = append(e.Servers, s)
 	}
 	for _, s := range e.Servers {
 		s.members = strings.Join(lines, "\n")
-		s.writeConfig()
-		s.launch()
+		s.must(s.writeConfig())
+		s.must(s.launch())
 		t.Cleanup(s.Stop)
 	}
 	for _, s := range e.Servers {
-		s.waitServing(60 * time.Second)
+		s.must(s.waitServing(60 * time.Second))
 	}
 	return e
 }
 
 func requireJar(t testing.TB) {
 	t.Helper()
-	if _, err := os.Stat(Jar); err != nil {
-		t.Fatalf("ZooKeeper is not installed (%v): make test installs it (scripts/ensure-deps.sh: apt-get install zookeeper)", err)
-	}
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Fatalf("java not found: ZooKeeper needs Java 17: %v", err)
+	if err := checkJar(); err != nil {
+		t.Fatal(err)
 	}
 }
 
-func (s *Server) writeConfig() {
+func checkJar() error {
+	if _, err := os.Stat(Jar); err != nil {
+		return fmt.Errorf("ZooKeeper is not installed (%v): make test installs it (scripts/ensure-deps.sh: apt-get install zookeeper)", err)
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		return fmt.Errorf("java not found: ZooKeeper needs Java 17: %v", err)
+	}
+	return nil
+}
+
+func (s *Server) writeConfig() error {
 	cfg := fmt.Sprintf(`tickTime=%d
 initLimit=20
 syncLimit=10
@@ -162,22 +208,20 @@ admin.enableServer=false
 4lw.commands.whitelist=*
 preAllocSize=4096
 maxSessionTimeout=%d
-`, TickTime, s.Dir, s.Port, s.host(), 20*TickTime)
+`, s.tickTime, s.Dir, s.Port, s.host(), 20*s.tickTime)
 	if s.members != "" {
 		cfg += s.members + "\n"
 		if err := os.WriteFile(filepath.Join(s.Dir, "myid"), []byte(fmt.Sprintln(s.id)), 0o644); err != nil {
-			s.t.Fatal(err)
+			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(s.Dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
-		s.t.Fatal(err)
-	}
+	return os.WriteFile(filepath.Join(s.Dir, "zoo.cfg"), []byte(cfg), 0o644)
 }
 
-func (s *Server) launch() {
+func (s *Server) launch() error {
 	logf, err := os.OpenFile(filepath.Join(s.Dir, "zk.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		s.t.Fatal(err)
+		return err
 	}
 	defer logf.Close()
 	args := []string{"java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -191,30 +235,30 @@ func (s *Server) launch() {
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("start ZooKeeper: %v", err)
+		return fmt.Errorf("start ZooKeeper: %w", err)
 	}
 	s.exited = make(chan struct{})
 	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(s.cmd, s.exited)
+	return nil
 }
 
 // waitServing polls the srvr four-letter command until it reports a Mode.
-func (s *Server) waitServing(timeout time.Duration) {
-	s.t.Helper()
+func (s *Server) waitServing(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	probe := 250 * time.Millisecond
 	for {
 		if mode, err := s.Mode(probe); err == nil && mode != "" {
-			return
+			return nil
 		} else if err != nil && strings.Contains(err.Error(), "timeout") {
 			probe = min(2*probe, 2*time.Second)
 		}
 		select {
 		case <-s.exited:
-			s.t.Fatalf("ZooKeeper on port %d exited before serving:\n%s", s.Port, s.Log())
+			return fmt.Errorf("ZooKeeper on port %d exited before serving:\n%s", s.Port, s.Log())
 		default:
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("ZooKeeper on port %d not serving within %v:\n%s", s.Port, timeout, s.Log())
+			return fmt.Errorf("ZooKeeper on port %d not serving within %v:\n%s", s.Port, timeout, s.Log())
 		}
 		time.Sleep(50 * time.Millisecond) // polling interval
 	}
@@ -275,9 +319,6 @@ func (s *Server) HasSession(id int64) (bool, error) {
 	return false, nil
 }
 
-// Pid is the server process's id.
-func (s *Server) Pid() int { return s.cmd.Process.Pid }
-
 // Log is the server's log, for failure messages.
 func (s *Server) Log() string {
 	b, _ := os.ReadFile(filepath.Join(s.Dir, "zk.log"))
@@ -313,22 +354,30 @@ func (s *Server) Kill() {
 	<-s.exited
 }
 
-// Restart starts the stopped server again on the same port and data dir,
-// and waits until it serves.
+// Restart starts the stopped server of Start again on the same port and
+// data dir, and waits until it serves.
 func (s *Server) Restart() {
 	s.t.Helper()
-	s.launch()
-	s.waitServing(60 * time.Second)
+	s.must(s.launch())
+	s.must(s.waitServing(60 * time.Second))
 }
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := pickPort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return port
+}
+
+func pickPort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Proxy forwards TCP connections from its own loopback port to a target,
@@ -423,3 +472,6 @@ func (p *Proxy) Close() {
 	p.Cut()
 	p.wg.Wait()
 }
+
+// Pid is the server process's id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }

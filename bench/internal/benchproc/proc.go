@@ -44,6 +44,13 @@ func Launch(ctx context.Context, name, bin, dir string, args []string, addr stri
 		return nil, err
 	}
 	defer logf.Close()
+	// The process runs in dir, where a relative path such as bin/qk
+	// would name nothing: resolve it against the benchmark's directory.
+	if strings.ContainsRune(bin, filepath.Separator) && !filepath.IsAbs(bin) {
+		if abs, err := filepath.Abs(bin); err == nil {
+			bin = abs
+		}
+	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Dir = dir
 	p.cmd.Stdout = logf
