@@ -319,6 +319,16 @@ func (s *Server) HasSession(id int64) (bool, error) {
 	return false, nil
 }
 
+// Command is the server's command line, for a report that says how it
+// was run.
+func (s *Server) Command() string { return strings.Join(s.cmd.Args, " ") }
+
+// Config is the server's zoo.cfg.
+func (s *Server) Config() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "zoo.cfg"))
+	return string(b)
+}
+
 // Log is the server's log, for failure messages.
 func (s *Server) Log() string {
 	b, _ := os.ReadFile(filepath.Join(s.Dir, "zk.log"))
