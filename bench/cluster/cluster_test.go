@@ -86,18 +86,6 @@ func TestPerfArgs(t *testing.T) {
 	require.Contains(t, strings.Join(perfArgs(tpConfigs[tp1RF1], nil, "T", 10), " "), "--acks 1 --payload random --producer-props enable.idempotence=false")
 }
 
-func TestCheckFinal(t *testing.T) {
-	ok := benchproc.Final{Records: 10, ElapsedS: 1, RecordsPerSec: 10, Latency: &benchproc.Latency{}}
-	require.NoError(t, checkFinal(ok, 10))
-	bad := ok
-	bad.Errors = 2
-	require.ErrorContains(t, checkFinal(bad, 10), "2 errors")
-	require.ErrorContains(t, checkFinal(ok, 11), "10 of 11 records")
-	bad = ok
-	bad.Latency = nil
-	require.ErrorContains(t, checkFinal(bad, 10), "latency")
-}
-
 func TestNewTPSample(t *testing.T) {
 	f := benchproc.Final{Records: 1 << 20, Bytes: gib, ElapsedS: 2, RecordsPerSec: 524288, MiBPerSec: 512, Latency: &benchproc.Latency{P50: 1, P99: 3}}
 	got := newTPSample(f, 1<<20, []float64{2, 1, 0.5})

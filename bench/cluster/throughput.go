@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -79,21 +78,6 @@ func perfArgs(t tpConfig, addrs []string, topic string, records int) []string {
 		"--producer-props", "enable.idempotence=" + idem,
 		"--json",
 	}
-}
-
-// checkFinal says whether a perf run is a complete run of want records.
-func checkFinal(f benchproc.Final, want int) error {
-	switch {
-	case f.Errors != 0:
-		return fmt.Errorf("%d errors", f.Errors)
-	case f.Records != int64(want):
-		return fmt.Errorf("%d of %d records", f.Records, want)
-	case f.ElapsedS <= 0 || f.RecordsPerSec <= 0:
-		return fmt.Errorf("elapsed %vs, %v records/s", f.ElapsedS, f.RecordsPerSec)
-	case f.Latency == nil:
-		return errors.New("no latency_ms")
-	}
-	return nil
 }
 
 // tpSample is one measured run of one configuration.
@@ -245,7 +229,7 @@ func (c *cluster) throughputRun(ctx context.Context, cfg config, t tpConfig, top
 	if err != nil {
 		return tpSample{}, err
 	}
-	if err := checkFinal(f, cfg.records); err != nil {
+	if err := f.Complete(cfg.records, true); err != nil {
 		return tpSample{}, c.explain(fmt.Errorf("qk perf produce: %w", err))
 	}
 	for i := range cpu1 {

@@ -1,28 +1,16 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/qk-project/qk/bench/internal/benchproc"
 )
 
-// check says whether a final line is a complete run of want records: a
-// run that lost records or counted errors measured something else.
+// check says whether a final line is a complete run of want records of
+// load ld.
 func check(f benchproc.Final, ld load, want int) error {
-	switch {
-	case f.Errors != 0:
-		return fmt.Errorf("%d errors", f.Errors)
-	case f.Records != int64(want):
-		return fmt.Errorf("%d of %d records", f.Records, want)
-	case f.ElapsedS <= 0 || f.RecordsPerSec <= 0:
-		return fmt.Errorf("elapsed %vs, %v records/s", f.ElapsedS, f.RecordsPerSec)
-	case ld == produceLoad && f.Latency == nil:
-		return errors.New("no latency_ms")
-	}
-	return nil
+	return f.Complete(want, ld == produceLoad)
 }
 
 // produceArgs is the `qk perf produce` command line that writes r's

@@ -78,6 +78,23 @@ func ParsePerfOutput(out []byte) (Final, error) {
 	return final, nil
 }
 
+// Complete says whether f is a complete run of want records, with the
+// latency a produce run reports: a run that lost records or counted
+// errors measured something else.
+func (f Final) Complete(want int, produce bool) error {
+	switch {
+	case f.Errors != 0:
+		return fmt.Errorf("%d errors", f.Errors)
+	case f.Records != int64(want):
+		return fmt.Errorf("%d of %d records", f.Records, want)
+	case f.ElapsedS <= 0 || f.RecordsPerSec <= 0:
+		return fmt.Errorf("elapsed %vs, %v records/s", f.ElapsedS, f.RecordsPerSec)
+	case produce && f.Latency == nil:
+		return errors.New("no latency_ms")
+	}
+	return nil
+}
+
 // RunPerf runs `qk args...` as a process of its own, bounded by timeout,
 // and returns its final line. The load runs in a separate process so that
 // a broker's /proc CPU is the broker's alone and the client is the one
