@@ -85,6 +85,7 @@ type tpSample struct {
 	recPerSec, mibPerSec float64
 	p50, p99             float64   // ms
 	cpuPerGiB            []float64 // by broker id: CPU-seconds per GiB produced
+	firstWrite           float64   // ms: the priming write to the fresh topic
 	lag                  *lagSample
 }
 
@@ -189,7 +190,7 @@ func runThroughput(ctx context.Context, c *cluster, cfg config, want []bool, lag
 }
 
 func (s tpSample) String() string {
-	str := fmt.Sprintf("%s rec/s %.1f MiB/s p50 %.2f p99 %.2f ms CPU-s/GiB", benchproc.Group(s.recPerSec), s.mibPerSec, s.p50, s.p99)
+	str := fmt.Sprintf("%s rec/s %.1f MiB/s p50 %.2f p99 %.2f ms first write %.0f ms CPU-s/GiB", benchproc.Group(s.recPerSec), s.mibPerSec, s.p50, s.p99, s.firstWrite)
 	for id, c := range s.cpuPerGiB {
 		str += fmt.Sprintf(" b%d %.2f", id, c)
 	}
@@ -201,14 +202,18 @@ func (s tpSample) String() string {
 	return str
 }
 
-// throughputRun is one run of t: a fresh topic, each broker's CPU read
-// just before and after the `qk perf produce` process, the lag sampler
-// alongside it when asked, and the topic's deletion.
+// throughputRun is one run of t: a fresh topic, primed, each broker's
+// CPU read just before and after the `qk perf produce` process, the lag
+// sampler alongside it when asked, and the topic's deletion.
 func (c *cluster) throughputRun(ctx context.Context, cfg config, t tpConfig, topic string, adm *kadm.Client, sampleLag bool) (tpSample, error) {
 	if err := c.createTopic(ctx, t.topic(topic)); err != nil {
 		return tpSample{}, err
 	}
 	defer c.deleteTopic(ctx, topic)
+	first, err := prime(ctx, c.addrs(), topic, t)
+	if err != nil {
+		return tpSample{}, c.explain(err)
+	}
 	cpu0, err := c.cpu()
 	if err != nil {
 		return tpSample{}, err
@@ -236,6 +241,7 @@ func (c *cluster) throughputRun(ctx context.Context, cfg config, t tpConfig, top
 		cpu1[i] -= cpu0[i]
 	}
 	s := newTPSample(f, cfg.records, cpu1)
+	s.firstWrite = float64(first) / float64(time.Millisecond)
 	if lagDone != nil {
 		tr := <-lagDone
 		size, err := partitionSizes(ctx, adm, topic, 0)
@@ -246,6 +252,45 @@ func (c *cluster) throughputRun(ctx context.Context, cfg config, t tpConfig, top
 		s.lag = &l
 	}
 	return s, nil
+}
+
+// prime writes one record to each partition of a fresh topic with t's
+// acks and waits for the acknowledgements, before the measured run: the
+// first acks=all write to a new partition waits for the followers' first
+// fetches of it, which here took up to a second, a cost of creating a
+// topic rather than of replicating a stream, and one that would land in
+// every RF 3 run since each run has a topic of its own. How long it took
+// is reported on its own.
+func prime(ctx context.Context, addrs []string, topic string, t tpConfig) (time.Duration, error) {
+	acks := kgo.LeaderAck()
+	opts := []kgo.Opt{kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0)}
+	if t.acks == "all" {
+		acks = kgo.AllISRAcks()
+	} else {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.RequiredAcks(acks))...)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	// Metadata first, so the time is the write's and not the client's
+	// start-up.
+	if err := cl.Ping(ctx); err != nil {
+		return 0, fmt.Errorf("prime %s: %w", topic, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for p := range t.partitions {
+		recs = append(recs, &kgo.Record{Partition: int32(p), Value: make([]byte, recordSize)})
+	}
+	start := time.Now()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return 0, fmt.Errorf("prime %s: %w", topic, err)
+	}
+	return time.Since(start), nil
 }
 
 // cpu is each broker's CPU-seconds so far, by id.
