@@ -120,9 +120,9 @@ func throughputSection(sb *strings.Builder, r *tpResults) {
 	sb.WriteString("Medians over the runs, each figure separately. Latency is the producer's, send to acknowledgement (ms). " +
 		"CPU-s/GiB is each broker process's utime+stime (/proc/<pid>/stat) over the run per GiB of record values produced: " +
 		"with 1 partition broker 0 is the leader and brokers 1 and 2 are its followers (RF 3) or idle (RF 1); " +
-		"with 3 partitions each broker leads one partition and follows the other two. "+
-		"\"first write\" is the priming write before each run: one record per partition of the fresh topic with the run's acks, "+
-		"sent once the client has metadata, until all are acknowledged. It is left out of the run because an acks=all write to a new partition "+
+		"with 3 partitions each broker leads one partition and follows the other two. " +
+		"\"first write\" is the priming write before each run: one record per partition of the fresh topic with the run's acks, " +
+		"sent once the client has metadata, until all are acknowledged. It is left out of the run because an acks=all write to a new partition " +
 		"waits for the followers' first fetches of it, a cost of creating the topic that would otherwise land in every RF 3 run.\n\n")
 	tableRow(sb, []string{"configuration", "records/s", "MiB/s", "p50 ms", "p99 ms", "first write ms", "CPU-s/GiB broker 0", "broker 1", "broker 2"})
 	tableRow(sb, []string{"---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"})
