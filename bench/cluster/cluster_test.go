@@ -164,6 +164,26 @@ func TestMaxGap(t *testing.T) {
 	}
 }
 
+func TestSentAfterSkipsAnAckInFlightAtTheKill(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Millisecond) }
+	p := &producer{done: make(chan struct{}), changed: make(chan struct{}), acks: []ack{
+		{sent: ms(0), at: ms(1), value: 0},
+		{sent: ms(1), at: ms(11), value: 1}, // in flight at the kill (10 ms), answered by the old leader
+		{sent: ms(11), at: ms(6000), value: 2},
+		{sent: ms(6000), at: ms(6001), value: 3},
+	}}
+	ctx := t.Context()
+	a, err := p.ackAfter(ctx, ms(10), time.Second)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), a.value)
+	a, err = p.sentAfter(ctx, ms(10), time.Second)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), a.value)
+	_, err = p.ackAfter(ctx, ms(7000), 10*time.Millisecond)
+	require.ErrorContains(t, err, "no acknowledgement within")
+}
+
 func TestErrorsBetween(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	errs := []clientErr{{t0, "a"}, {t0.Add(time.Second), "b"}, {t0.Add(2 * time.Second), "b"}, {t0.Add(3 * time.Second), "c"}}
@@ -171,6 +191,15 @@ func TestErrorsBetween(t *testing.T) {
 	require.Equal(t, "2× b; 1× a", errsText(map[string]int{"a": 1, "b": 2}, ""))
 	require.Equal(t, "broker: exit 1; 1× x \\| y", errsText(map[string]int{"x |\ny": 1}, "exit 1"))
 	require.Equal(t, "none", errsText(nil, ""))
+}
+
+func TestRetryBackoff(t *testing.T) {
+	var got []time.Duration
+	for tries := range 7 {
+		got = append(got, retryBackoff(tries))
+	}
+	ms := time.Millisecond
+	require.Equal(t, []time.Duration{10 * ms, 10 * ms, 20 * ms, 40 * ms, 80 * ms, 100 * ms, 100 * ms}, got)
 }
 
 func TestCompareAcked(t *testing.T) {
@@ -181,7 +210,7 @@ func TestCompareAcked(t *testing.T) {
 
 func TestArgsOf(t *testing.T) {
 	require.Equal(t, []string{"-quick"}, argsOf(config{quick: true}))
-	require.Equal(t, []string{"-runs 5", "-records 200000"}, argsOf(config{runs: 5, records: 200000, only: sections}))
+	require.Equal(t, []string{"-runs 5", "-records 1000000"}, argsOf(config{runs: 5, records: 1000000, only: sections}))
 	require.Equal(t, []string{"-runs 1", "-records 9", "-only lag"}, argsOf(config{runs: 1, records: 9, only: []string{"lag"}}))
 }
 

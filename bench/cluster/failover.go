@@ -18,11 +18,13 @@ import (
 // with one record in flight, the gap between two acknowledgements is
 // exactly how long the partition could not take a write.
 //
-// It is franz-go with acks=all and idempotence (the defaults), no
-// linger, and Kafka's Java client's retry pacing (retry.backoff.ms=100,
-// metadata refreshed at most every 100 ms) instead of franz-go's 5 s
-// metadata floor, so what is measured is the cluster, not a client's
-// back-off.
+// It is franz-go with acks=all and idempotence (the defaults) and no
+// linger. Retries back off 10 ms, doubling to at most 100 ms (KIP-580's
+// shape), and metadata may be refreshed every 10 ms instead of
+// franz-go's 5 s floor: with the Java client's fixed retry.backoff.ms=100
+// every interruption would measure at least 100 ms, the whole
+// budget for a controlled shutdown, so what is measured would be the
+// client's pause and not the cluster's.
 type producer struct {
 	cl     *kgo.Client
 	topic  string
@@ -38,7 +40,8 @@ type producer struct {
 }
 
 type ack struct {
-	at    time.Time
+	sent  time.Time // when ProduceSync was called
+	at    time.Time // when it returned
 	value int64
 }
 
@@ -62,8 +65,8 @@ func startProducer(ctx context.Context, addrs []string, topic string, deliveryTi
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(0),
 		kgo.RecordDeliveryTimeout(deliveryTimeout),
-		kgo.MetadataMinAge(100*time.Millisecond),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+		kgo.MetadataMinAge(10*time.Millisecond),
+		kgo.RetryBackoffFn(retryBackoff),
 		kgo.WithLogger(errLogger{p}),
 	)
 	if err != nil {
@@ -79,6 +82,7 @@ func (p *producer) run(ctx context.Context) {
 	defer close(p.done)
 	for n := int64(0); n < maxProducerRecords && ctx.Err() == nil; n++ {
 		r := &kgo.Record{Partition: 0, Value: strconv.AppendInt(nil, n, 10)}
+		sent := time.Now()
 		err := p.cl.ProduceSync(ctx, r).FirstErr()
 		now := time.Now()
 		if err != nil && ctx.Err() != nil {
@@ -89,7 +93,7 @@ func (p *producer) run(ctx context.Context) {
 			p.failed++
 			p.errs = append(p.errs, clientErr{now, "produce failed: " + err.Error()})
 		} else {
-			p.acks = append(p.acks, ack{now, n})
+			p.acks = append(p.acks, ack{sent, now, n})
 		}
 		close(p.changed)
 		p.changed = make(chan struct{})
@@ -108,12 +112,27 @@ func (p *producer) stop() {
 
 // ackAfter waits for the first acknowledgement received after t.
 func (p *producer) ackAfter(ctx context.Context, t time.Time, timeout time.Duration) (ack, error) {
+	return p.waitAck(ctx, t, timeout, func(a ack) time.Time { return a.at })
+}
+
+// sentAfter waits for the acknowledgement of the first record sent after
+// t. After a kill, the first acknowledgement received may be one the old
+// leader had sent before it died; the first record sent after the kill
+// can only be acknowledged by a live leader.
+func (p *producer) sentAfter(ctx context.Context, t time.Time, timeout time.Duration) (ack, error) {
+	return p.waitAck(ctx, t, timeout, func(a ack) time.Time { return a.sent })
+}
+
+// waitAck waits for the first acknowledgement whose key is after t; key
+// (sent or at) grows with the acknowledgements, one record being in
+// flight at a time.
+func (p *producer) waitAck(ctx context.Context, t time.Time, timeout time.Duration, key func(ack) time.Time) (ack, error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
 		p.mu.Lock()
-		i, _ := slices.BinarySearchFunc(p.acks, t, func(a ack, t time.Time) int { return a.at.Compare(t) })
-		for i < len(p.acks) && !p.acks[i].at.After(t) {
+		i, _ := slices.BinarySearchFunc(p.acks, t, func(a ack, t time.Time) int { return key(a).Compare(t) })
+		for i < len(p.acks) && !key(p.acks[i]).After(t) {
 			i++
 		}
 		if i < len(p.acks) {
@@ -135,6 +154,11 @@ func (p *producer) ackAfter(ctx context.Context, t time.Time, timeout time.Durat
 	}
 }
 
+// retryBackoff is 10 ms for the first retry, doubling up to 100 ms.
+func retryBackoff(tries int) time.Duration {
+	return min(10*time.Millisecond<<max(tries-1, 0), 100*time.Millisecond)
+}
+
 // snapshot copies the acknowledgements and errors so far.
 func (p *producer) snapshot() ([]ack, []clientErr, int) {
 	p.mu.Lock()
@@ -144,10 +168,11 @@ func (p *producer) snapshot() ([]ack, []clientErr, int) {
 
 // errLogger keeps every client log line that carries an error: franz-go
 // retries NOT_LEADER_OR_FOLLOWER and lost connections itself, and says
-// so only in its log.
+// so only in its log, some of it at debug level (a retry without a
+// metadata refresh). Lines without an error are dropped at once.
 type errLogger struct{ p *producer }
 
-func (errLogger) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+func (errLogger) Level() kgo.LogLevel { return kgo.LogLevelDebug }
 
 func (l errLogger) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
 	for i := 0; i+1 < len(keyvals); i += 2 {
@@ -319,7 +344,7 @@ func runFailover(ctx context.Context, c *cluster, n int) (failoverResult, error)
 		}
 		killed := time.Now()
 		c.kill(victim)
-		a, err := p.ackAfter(ctx, killed, 2*session+time.Minute)
+		a, err := p.sentAfter(ctx, killed, 2*session+time.Minute)
 		if err != nil {
 			return res, c.explain(fmt.Errorf("kill %d of broker %d: %w", k+1, victim.id, err))
 		}

@@ -86,7 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.qk, "qk", "", "qk binary for the brokers and `qk perf` (default: go build ./cmd/qk into a temporary directory)")
 	fs.IntVar(&c.runs, "runs", 5, "measured throughput runs per configuration; the tables show their median")
 	fs.IntVar(&c.warmup, "warmup", 1, "unmeasured throughput runs first (they warm the page cache)")
-	fs.IntVar(&c.records, "records", 200_000, "1 KiB records per throughput run")
+	fs.IntVar(&c.records, "records", 1_000_000, "1 KiB records per throughput run (1 GiB: long enough that a run is seconds, not a tick of /proc CPU time)")
 	fs.IntVar(&c.kills, "kills", 3, "leader kills per session timeout in the failover section")
 	fs.IntVar(&c.shutdowns, "shutdowns", 3, "controlled shutdowns of the leader")
 	fs.BoolVar(&c.quick, "quick", false, "tiny counts, one run, one kill (6 s sessions) and one shutdown, no report file: checks the pipeline, measures nothing")

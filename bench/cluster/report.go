@@ -96,8 +96,9 @@ func commandsSection(sb *strings.Builder, h header, r *results) {
 	}
 	if r.shutdown != nil || len(r.failover) > 0 {
 		sb.WriteString("The shutdown and failover sections use an in-process franz-go producer writing one record at a time (a sequence number) " +
-			"to a 1-partition RF 3 topic with min.insync.replicas=2: acks=all, idempotent, no linger, retries every 100 ms with metadata " +
-			"refreshed at most every 100 ms (Kafka's Java client's retry.backoff.ms), so the times are the cluster's and not a client's back-off. " +
+			"to a 1-partition RF 3 topic with min.insync.replicas=2: acks=all, idempotent, no linger; retries back off 10 ms, doubling to at most " +
+			"100 ms, and metadata may be refreshed every 10 ms, so the times are the cluster's and not a client's back-off (Kafka's Java client " +
+			"waits retry.backoff.ms=100 before a retry, which alone would fill the shutdown budget). " +
 			"Every acknowledgement's time is kept; at the end the partition is read back from offset 0 to its high watermark and every " +
 			"acknowledged value looked for.\n\n")
 	}
@@ -288,8 +289,9 @@ func shutdownSection(sb *strings.Builder, r *shutdownResult) {
 
 func failoverSection(sb *strings.Builder, rs []failoverResult) {
 	sb.WriteString("## 3. Failover after kill -9 of the leader\n\n")
-	sb.WriteString("SIGKILL to the partition's leader under the one-record-at-a-time producer; the time is from just before the kill to the first " +
-		"acknowledgement received after it (from the new leader, once ZooKeeper has expired the dead broker's session and the controller has " +
+	sb.WriteString("SIGKILL to the partition's leader under the one-record-at-a-time producer; the time is from just before the kill to the " +
+		"acknowledgement of the first record sent after it (an acknowledgement the old leader had already sent does not count; this overstates " +
+		"by one round trip, about a millisecond) (from the new leader, once ZooKeeper has expired the dead broker's session and the controller has " +
 		"elected a leader from the ISR). The victim is restarted and back in the ISR before the next kill, which targets whichever broker leads then. " +
 		"\"controller\" marks a victim that was also the controller (so a controller election came first).\n\n")
 	n := 0
