@@ -63,39 +63,39 @@ func startCluster(ctx context.Context, qk string, n, session int, log io.Writer)
 	c := &cluster{qk: qk, root: root, session: session, log: log}
 	zkDir := filepath.Join(root, "zookeeper")
 	if err := os.Mkdir(zkDir, 0o755); err != nil {
-		c.close()
+		c.close(false)
 		return nil, err
 	}
 	if c.zk, err = zktest.Run(zkDir, zkTickTime); err != nil {
-		c.close()
+		c.close(false)
 		return nil, err
 	}
 	c.started = append(c.started, c.zk.Command())
 	for i := range n {
 		addr, err := benchproc.FreeAddr()
 		if err != nil {
-			c.close()
+			c.close(false)
 			return nil, err
 		}
 		b := &broker{id: int32(i), addr: addr, dir: filepath.Join(root, "broker-"+strconv.Itoa(i))}
 		if err := os.Mkdir(b.dir, 0o755); err != nil {
-			c.close()
+			c.close(false)
 			return nil, err
 		}
 		if b.cl, err = kgo.NewClient(kgo.SeedBrokers(addr)); err != nil {
-			c.close()
+			c.close(false)
 			return nil, err
 		}
 		c.brokers = append(c.brokers, b)
 	}
 	for _, b := range c.brokers {
 		if err := c.start(ctx, b); err != nil {
-			c.close()
+			c.close(false)
 			return nil, err
 		}
 	}
 	if err := c.waitBrokers(ctx); err != nil {
-		c.close()
+		c.close(false)
 		return nil, err
 	}
 	return c, nil
@@ -200,6 +200,28 @@ func (c *cluster) check() error {
 	return errors.Join(errs...)
 }
 
+// watch returns a context that ends when ctx does or when any broker
+// running now exits, so a load in progress stops at once rather than
+// waiting out a ZooKeeper session for the cluster to notice the loss. The
+// caller must call stop.
+func (c *cluster) watch(ctx context.Context) (context.Context, func()) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	for _, b := range c.live() {
+		go func(p *benchproc.Proc, id int32) {
+			select {
+			case <-p.Exited():
+				cancel(fmt.Errorf("broker %d exited", id))
+			case <-done:
+			}
+		}(b.proc, b.id)
+	}
+	return wctx, func() {
+		close(done)
+		cancel(nil)
+	}
+}
+
 // explain adds to err what check finds.
 func (c *cluster) explain(err error) error {
 	if err == nil {
@@ -264,16 +286,26 @@ func (c *cluster) restartAll(ctx context.Context, session int) error {
 	return nil
 }
 
-// close stops every broker (SIGTERM, then SIGKILL), then ZooKeeper, and
-// removes the cluster's directory. Brokers are stopped one at a time, the
-// controller last: a broker whose ControlledShutdown request is in flight
-// to a controller that stops under it waits out the request's 30 s
-// timeout. An unclean exit is reported on the log, not returned: the
-// figures are taken by then.
-func (c *cluster) close() {
-	for _, b := range c.stopOrder() {
-		if err := c.stopBroker(b); err != nil {
-			fmt.Fprintf(c.log, "cluster: stopping broker %d: %v\n", b.id, err)
+// close stops every broker, then ZooKeeper, and removes the cluster's
+// directory. Graceful, brokers get SIGTERM one at a time, the controller
+// last: a broker whose ControlledShutdown request is in flight to a
+// controller that stops under it waits out the request's 30 s timeout;
+// an unclean exit is reported on the log, not returned, the figures being
+// taken by then. Otherwise (the benchmark failed, or could not start)
+// they get SIGKILL: a cluster with a dead broker can take a minute to
+// shut down cleanly, and nothing is left to measure.
+func (c *cluster) close(graceful bool) {
+	order := c.brokers
+	if graceful {
+		order = c.stopOrder()
+	}
+	for _, b := range order {
+		if graceful {
+			if err := c.stopBroker(b); err != nil {
+				fmt.Fprintf(c.log, "cluster: stopping broker %d: %v\n", b.id, err)
+			}
+		} else if b.proc != nil {
+			c.kill(b)
 		}
 		if b.cl != nil {
 			b.cl.Close()
@@ -460,8 +492,12 @@ func (c *cluster) createTopic(ctx context.Context, t topicSpec) error {
 }
 
 // deleteTopic deletes topic; a failure is logged, not returned: the data
-// only stays until the cluster stops.
+// only stays until the cluster stops. With a broker dead (the run has
+// failed) it does nothing: deletion would wait for the dead replica.
 func (c *cluster) deleteTopic(ctx context.Context, topic string) {
+	if c.check() != nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	req := kmsg.NewPtrDeleteTopicsRequest()

@@ -132,6 +132,14 @@ func TestLagSummary(t *testing.T) {
 	}}, got)
 }
 
+func TestLagTraceAdd(t *testing.T) {
+	tr := lagTrace{lags: map[int32][]int64{}}
+	tr.add(map[int32]int64{0: 0, 1: 0, 2: 0}, 0, []int32{1, 2}) // the producer has not started
+	tr.add(map[int32]int64{0: 5000, 1: 4000}, 0, []int32{1, 2}) // broker 2 did not answer
+	tr.add(map[int32]int64{1: 4000, 2: 4000}, 0, []int32{1, 2}) // nor the leader
+	require.Equal(t, map[int32][]int64{1: {1000}}, tr.lags)
+}
+
 func TestMaxGap(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(ms ...int) []ack {

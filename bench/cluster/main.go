@@ -104,7 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, err
 	}
 	if c.quick {
-		c.runs, c.warmup, c.records, c.kills, c.shutdowns = 1, 0, 2_000, 1, 1
+		c.runs, c.warmup, c.records, c.kills, c.shutdowns = 1, 0, 20_000, 1, 1
 		c.sessions = []int{6000}
 		c.out = ""
 		c.timeout = min(c.timeout, time.Minute)
@@ -201,18 +201,23 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return runErr
 }
 
-// measure starts the cluster and runs the sections; what it measured is
-// in res even when it fails part way.
+// measure starts the cluster, runs the sections and stops the cluster;
+// what it measured is in res even when it fails part way.
 func measure(ctx context.Context, cfg config, log io.Writer, res *results) error {
 	fmt.Fprintf(log, "cluster: starting ZooKeeper and 3 brokers (zookeeper.session.timeout.ms=%d)\n", cfg.sessions[0])
 	c, err := startCluster(ctx, cfg.qk, 3, cfg.sessions[0], log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		res.commands = c.started
-		c.close()
-	}()
+	err = measureOn(ctx, c, cfg, log, res)
+	res.commands = c.started
+	c.close(err == nil && ctx.Err() == nil)
+	return err
+}
+
+// measureOn runs the sections on c.
+func measureOn(ctx context.Context, c *cluster, cfg config, log io.Writer, res *results) error {
+	var err error
 
 	if cfg.has("throughput") || cfg.has("lag") {
 		fmt.Fprintln(log, "cluster: throughput")

@@ -218,7 +218,7 @@ func lagSection(sb *strings.Builder, r *tpResults) {
 		"(kadm DescribeAllLogDirs) gives the size in bytes of its replica's log; a follower's lag is the leader's (broker 0) size minus its own. " +
 		"Samples count from the first one in which the leader holds data to the end of the perf process. The three sizes are read at nearly, " +
 		"not exactly, the same instant, so a follower can look ahead of the leader: that counts as 0. Records are approximate: lag bytes over " +
-		"the leader's log bytes per record at the end of the run (record and batch overhead included). The table has the median over runs of " +
+		"the leader's log bytes per record at the end of the run (record and batch overhead included). Followers fetch whole batches, and the producer's batches are up to ~1 MB, so the lag moves in steps of about that size. The table has the median over runs of " +
 		"each run's p50 and p99, and the largest lag of any run.\n\n")
 	type agg struct{ p50, p99, max, samples []float64 }
 	per := map[int32]*agg{}

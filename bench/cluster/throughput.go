@@ -225,7 +225,9 @@ func (c *cluster) throughputRun(ctx context.Context, cfg config, t tpConfig, top
 		stopLag = cancel
 		lagDone = sampleLagLoop(lctx, adm, topic, 0, []int32{1, 2}, 100*time.Millisecond)
 	}
-	f, err := benchproc.RunPerf(ctx, c.qk, perfArgs(t, c.addrs(), topic, cfg.records), cfg.timeout)
+	wctx, stopWatch := c.watch(ctx)
+	f, err := benchproc.RunPerf(wctx, c.qk, perfArgs(t, c.addrs(), topic, cfg.records), cfg.timeout)
+	stopWatch()
 	stopLag()
 	if err != nil {
 		return tpSample{}, c.explain(err)
@@ -336,11 +338,12 @@ type lagTrace struct {
 	failed int // samples whose DescribeLogDirs failed
 }
 
-// sampleLagLoop samples, every interval until ctx ends, each follower's
-// lag behind leader on topic-p, and sends what it saw when it stops. Only
-// samples once the leader holds data count, so the seconds before the
-// producer starts do not pull the percentiles to zero. It is bounded by
-// ctx, which ends with the perf process.
+// sampleLagLoop samples, every interval until ctx ends and once more
+// then (the moment the perf process ended), each follower's lag behind
+// leader on topic-p, and sends what it saw. Only samples once the leader
+// holds data count, so the moments before the producer starts do not pull
+// the percentiles to zero. It is bounded by ctx, which ends with the perf
+// process.
 func sampleLagLoop(ctx context.Context, adm *kadm.Client, topic string, leader int32, followers []int32, interval time.Duration) <-chan lagTrace {
 	out := make(chan lagTrace, 1)
 	go func() {
@@ -348,31 +351,42 @@ func sampleLagLoop(ctx context.Context, adm *kadm.Client, topic string, leader i
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
+			last := false
 			select {
 			case <-ctx.Done():
-				out <- tr
-				return
+				last = true
 			case <-tick.C:
 			}
-			sizes, err := partitionSizes(ctx, adm, topic, 0)
+			sctx := ctx
+			if last {
+				sctx = context.WithoutCancel(ctx)
+			}
+			sizes, err := partitionSizes(sctx, adm, topic, 0)
 			if err != nil {
-				if ctx.Err() == nil {
-					tr.failed++
-				}
-				continue
+				tr.failed++
+			} else {
+				tr.add(sizes, leader, followers)
 			}
-			ls, ok := sizes[leader]
-			if !ok || ls == 0 {
-				continue
-			}
-			for _, f := range followers {
-				if fs, ok := sizes[f]; ok {
-					tr.lags[f] = append(tr.lags[f], ls-fs)
-				}
+			if last {
+				out <- tr
+				return
 			}
 		}
 	}()
 	return out
+}
+
+// add records one sample of replica sizes, if the leader holds data.
+func (tr *lagTrace) add(sizes map[int32]int64, leader int32, followers []int32) {
+	ls, ok := sizes[leader]
+	if !ok || ls == 0 {
+		return
+	}
+	for _, f := range followers {
+		if fs, ok := sizes[f]; ok {
+			tr.lags[f] = append(tr.lags[f], ls-fs)
+		}
+	}
 }
 
 // lagSample is one run's lag, per follower.

@@ -130,6 +130,9 @@ func TestGroup(t *testing.T) {
 	for v, want := range map[float64]string{0: "0", 999.4: "999", 999.5: "1,000", 1234567: "1,234,567", -1000: "-1,000"} {
 		require.Equal(t, want, Group(v), "Group(%v)", v)
 	}
+	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e300} {
+		require.Equal(t, "—", Group(v), "Group(%v)", v)
+	}
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }

@@ -29,8 +29,13 @@ func Median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// Group formats v, rounded, with thousands separators: 1234567 -> 1,234,567.
+// Group formats v, rounded, with thousands separators: 1234567 -> 1,234,567;
+// "—" for NaN or an infinity (a figure not measured, such as the median of
+// no runs), which int64 cannot hold.
 func Group(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) >= 1<<62 {
+		return "—"
+	}
 	n := int64(math.Round(v))
 	if n < 0 {
 		return "-" + Group(float64(-n))
