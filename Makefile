@@ -76,9 +76,10 @@ bench-suite:
 # (ratio per run and median), broker CPU-seconds per GiB for the leader and
 # each follower, follower lag under load, kill -9 failover time with 18 s
 # and 6 s ZooKeeper sessions (with a no-loss check) and the unavailability
-# around a controlled shutdown, as Markdown in bench/CLUSTER.md. Takes a few
-# minutes on a quiet machine; `go run ./bench/cluster -quick` checks it works
-# in well under a minute without writing the file.
+# around a controlled shutdown, as Markdown in bench/CLUSTER.md. Takes about
+# 4-5 minutes on a quiet machine (1 GiB per throughput run, 3 GiB written at
+# RF 3, deleted after each run); `go run ./bench/cluster -quick` checks it
+# works in about 15 s without writing the file.
 bench-cluster: build
 	$(GO) run ./bench/cluster -qk $(BIN) $(BENCHFLAGS) -o bench/CLUSTER.md
 

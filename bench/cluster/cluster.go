@@ -269,12 +269,14 @@ func (c *cluster) stopBroker(b *broker) error {
 }
 
 // restartAll restarts the brokers one at a time with a new session
-// timeout, waiting after each until all see each other again.
+// timeout, waiting after each until all see each other again. A broker
+// that does not exit cleanly on SIGTERM is reported on the log: it is a
+// finding, but it is down either way and the restart goes on.
 func (c *cluster) restartAll(ctx context.Context, session int) error {
 	c.session = session
 	for _, b := range c.brokers {
 		if err := c.stopBroker(b); err != nil {
-			return err
+			fmt.Fprintf(c.log, "cluster: restart: %v\n", err)
 		}
 		if err := c.start(ctx, b); err != nil {
 			return err

@@ -218,8 +218,8 @@ func TestCompareAcked(t *testing.T) {
 
 func TestArgsOf(t *testing.T) {
 	require.Equal(t, []string{"-quick"}, argsOf(config{quick: true}))
-	require.Equal(t, []string{"-runs 5", "-records 1000000"}, argsOf(config{runs: 5, records: 1000000, only: sections}))
-	require.Equal(t, []string{"-runs 1", "-records 9", "-only lag"}, argsOf(config{runs: 1, records: 9, only: []string{"lag"}}))
+	require.Equal(t, []string{"-runs 5", "-records 1000000"}, argsOf(config{runs: 5, records: 1000000, kills: 3, shutdowns: 3, only: sections}))
+	require.Equal(t, []string{"-runs 1", "-records 9", "-kills 1", "-only lag"}, argsOf(config{runs: 1, records: 9, kills: 1, shutdowns: 3, only: []string{"lag"}}))
 }
 
 func TestMarkdown(t *testing.T) {
@@ -243,7 +243,7 @@ func TestMarkdown(t *testing.T) {
 			{victim: 0, took: 18500 * time.Millisecond}, {victim: 1, controller: true, took: 19 * time.Second}, {victim: 2, took: 18200 * time.Millisecond}}}},
 	}
 	h := header{Host: benchproc.Host{Describe: "v0.1-3-gabc", CPUModel: "Test CPU", CPUs: 2, Kernel: "6.1", GoVersion: "go1.26"},
-		cfg: config{runs: 3, warmup: 1, records: 1000, only: sections}, commands: []string{"java ... QuorumPeerMain zoo.cfg", "qk broker start ..."}}
+		cfg: config{runs: 3, warmup: 1, records: 1000, kills: 3, shutdowns: 3, only: sections}, commands: []string{"java ... QuorumPeerMain zoo.cfg", "qk broker start ..."}}
 	out := markdown(h, r)
 	for _, want := range []string{
 		"- checkout: v0.1-3-gabc (unknown)\n",

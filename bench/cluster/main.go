@@ -28,6 +28,10 @@
 // wall-clock times that a client sees, taken from the client's own
 // acknowledgements, not from broker logs.
 //
+// A full run takes about 4-5 minutes on a quiet machine, most of it the
+// failover section's waits for ZooKeeper to expire sessions; each
+// throughput run writes 1 GiB (3 GiB to disk at RF 3), deleted after it.
+//
 // Usage, from the module root:
 //
 //	go run ./bench/cluster                 # everything, median of 5 runs, to bench/CLUSTER.md

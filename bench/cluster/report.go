@@ -110,6 +110,12 @@ func argsOf(cfg config) []string {
 		return []string{"-quick"}
 	}
 	args := []string{fmt.Sprintf("-runs %d", cfg.runs), fmt.Sprintf("-records %d", cfg.records)}
+	if cfg.kills != 3 {
+		args = append(args, fmt.Sprintf("-kills %d", cfg.kills))
+	}
+	if cfg.shutdowns != 3 {
+		args = append(args, fmt.Sprintf("-shutdowns %d", cfg.shutdowns))
+	}
 	if len(cfg.only) != len(sections) {
 		args = append(args, "-only "+strings.Join(cfg.only, ","))
 	}
