@@ -13,8 +13,10 @@
 // with a diverging epoch, where the follower truncates by the rule of
 // replica/isr.TruncateTo (the end of the last epoch both have), never to
 // its high watermark alone. A partition whose fetch fails waits
-// replica.fetch.backoff.ms; one the leader no longer leads waits for the
-// controller's next LeaderAndIsr.
+// replica.fetch.backoff.ms; one the leader refuses as not leading it (at
+// this epoch) is asked for again after 25 ms, doubling up to that, since
+// the leader is usually just behind with the same LeaderAndIsr (or the
+// controller's next one moves the partition).
 //
 // Each fetcher keeps a fetch session (KIP-227, session.go) with its
 // leader: after a full first fetch, a request names only the partitions
@@ -294,6 +296,9 @@ type partition struct {
 	f       Follower
 	// backoffUntil: not fetched before (after an error).
 	backoffUntil time.Time
+	// waits counts the refusals in a row that mean the leader has not
+	// caught up with the controller yet (waitForLeader).
+	waits int
 	// leaderHW is the leader's high watermark as last answered (-1: not
 	// yet); the replica is caught up (Kafka's isReplicaInSync, never
 	// throttled) when its log end reaches it.
@@ -538,6 +543,23 @@ func (ft *fetcher) backoff(p *partition) {
 	ft.mu.Unlock()
 }
 
+// firstLeaderWait is the first wait of a partition whose leader refused
+// it as not (yet) leading: the controller tells every replica at once, so
+// a follower often asks before its leader has applied the same
+// LeaderAndIsr. The wait doubles with each refusal in a row up to
+// replica.fetch.backoff.ms, Kafka's one wait for every error; starting at
+// it made the first acks=all write to a new partition take a second.
+const firstLeaderWait = 25 * time.Millisecond
+
+// waitForLeader backs p off after such a refusal.
+func (ft *fetcher) waitForLeader(p *partition) {
+	ft.mu.Lock()
+	d := min(firstLeaderWait<<min(p.waits, 10), ft.m.cfg.Backoff)
+	p.waits++
+	p.backoffUntil = time.Now().Add(d)
+	ft.mu.Unlock()
+}
+
 // still reports whether p is still this fetcher's.
 func (ft *fetcher) still(p *partition) bool {
 	ft.mu.Lock()
@@ -587,14 +609,21 @@ func (ft *fetcher) applyPartition(it fetchItem, rp kmsg.FetchResponseTopicPartit
 	p := it.p
 	switch err := kerr.ErrorForCode(rp.ErrorCode); {
 	case err == nil:
+		ft.mu.Lock()
+		p.waits = 0
+		ft.mu.Unlock()
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		return ft.outOfRange(it)
 	case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.FencedLeaderEpoch),
 		errors.Is(err, kerr.UnknownLeaderEpoch), errors.Is(err, kerr.UnknownTopicOrPartition),
-		errors.Is(err, kerr.UnknownTopicID), errors.Is(err, kerr.KafkaStorageError):
+		errors.Is(err, kerr.UnknownTopicID):
 		// The leader has moved, or not caught up with the controller yet:
 		// the next LeaderAndIsr tells.
 		ft.lg.Debug("leader refused the fetch", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
+		ft.waitForLeader(p)
+		return nil
+	case errors.Is(err, kerr.KafkaStorageError):
+		ft.lg.Debug("leader cannot read the partition", "topic", p.tp.Topic, "partition", p.tp.Partition, "err", err)
 		ft.backoff(p)
 		return nil
 	default:

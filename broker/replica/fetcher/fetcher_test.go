@@ -246,3 +246,55 @@ func TestFetcherSession(t *testing.T) {
 	require.Equal(t, int64(2), st.SessionErrors)
 	require.Equal(t, int64(2), st.ForgottenPartitions)
 }
+
+// TestFetcherLeaderNotReady: a leader that refuses a partition as not
+// (yet) leading it, as one does that has not applied the controller's
+// LeaderAndIsr the follower already has, is asked again after a short
+// wait that doubles with each refusal, not after replica.fetch.backoff.ms
+// (here a minute, so that a full backoff fails the test); a storage error
+// still waits the full backoff.
+func TestFetcherLeaderNotReady(t *testing.T) {
+	leader := newFakeLeader()
+	lg := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	m := New(Config{BrokerID: 1, NewSender: func() Sender { return leader }, Backoff: time.Minute, Logger: lg})
+	t.Cleanup(m.Close)
+	m.Add(Leader{ID: 0, Addr: "leader:9092"}, TP{Topic: "t", Partition: 0}, topicID, &fakeFollower{})
+	refuse := func(code int16) *kmsg.FetchResponse {
+		resp := response(5, map[int32][2]int64{0: {0, 0}})
+		resp.Topics[0].Partitions[0].ErrorCode = code
+		return resp
+	}
+	r := leader.next(t)
+	require.Equal(t, []int32{0}, named(r))
+	var waits []time.Duration
+	for _, code := range []int16{kerr.UnknownTopicOrPartition.Code, kerr.UnknownLeaderEpoch.Code, kerr.NotLeaderForPartition.Code} {
+		start := time.Now()
+		leader.answer(refuse(code), nil)
+		for {
+			// A request without the partition (it waits) may come first.
+			r = leader.next(t)
+			if slices.Contains(named(r), 0) {
+				break
+			}
+			leader.answer(response(5, nil), nil)
+		}
+		waits = append(waits, time.Since(start))
+	}
+	for i, w := range waits {
+		require.Less(t, w, 2*time.Second, "refusal %d: asked again after %v", i, w)
+		require.GreaterOrEqual(t, w, firstLeaderWait<<i, "refusal %d: the wait doubles", i)
+	}
+	// Served: the next refusal starts over at the first wait.
+	leader.answer(response(5, map[int32][2]int64{0: {1, 1}}), nil)
+	leader.next(t)
+	start := time.Now()
+	leader.answer(refuse(kerr.UnknownLeaderEpoch.Code), nil)
+	for {
+		r = leader.next(t)
+		if slices.Contains(named(r), 0) {
+			break
+		}
+		leader.answer(response(5, nil), nil)
+	}
+	require.Less(t, time.Since(start), 4*firstLeaderWait, "the waits start over after a served fetch")
+}
