@@ -132,4 +132,3 @@ func joinIDs(ids []int32) string {
 	}
 	return strings.Join(s, ",")
 }
-
