@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/controller/channel"
 )
 
@@ -86,7 +87,25 @@ func (s *Server) askControlledShutdown(ctx context.Context) (int, error) {
 	req.BrokerID, req.BrokerEpoch = id, epoch
 	rctx, cancel := context.WithTimeout(ctx, controlledShutdownTimeout)
 	defer cancel()
+	// A controller that goes while it is asked (it is shutting down too)
+	// is replaced within moments, and the new one tells every broker: the
+	// next attempt asks it, instead of this one retrying a dead address
+	// for the whole timeout.
+	moved := make(chan struct{})
+	go func() {
+		if s.cache.WaitFor(rctx, func(sn *controller.Snapshot) bool { return sn.ControllerID != ctrlID }) == nil {
+			close(moved)
+			cancel()
+		}
+	}()
 	r, err := ch.Request(rctx, ctrlID, req)
+	if err != nil {
+		select {
+		case <-moved:
+			return 0, fmt.Errorf("the controller moved from broker %d while it was asked", ctrlID)
+		default:
+		}
+	}
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		return 0, fmt.Errorf("controller %d at %s did not answer within %s", ctrlID, e.Host, controlledShutdownTimeout)
 	}

@@ -721,3 +721,66 @@ func (b *broker) allLogs() string {
 	}
 	return all.String()
 }
+
+// TestControlledShutdownControllerPaused: a broker is stopped (SIGTERM)
+// while the controller is frozen (SIGSTOP), so its ControlledShutdown
+// gets no answer. Once the frozen controller's session expires and
+// another broker takes over, the stopping broker asks the new controller
+// at once instead of waiting out its request's 30 s, and exits cleanly
+// having handed its leaderships over.
+func TestControlledShutdownControllerPaused(t *testing.T) {
+	const topic = "handover"
+	zk := zktest.Start(t)
+	bs := startZKClusterOn(t, zk.Addr()+"/qk", 3, quickStop)
+	observer := openZK(t, zk.Addr()+"/qk")
+	resp, err := bs[0].admin().CreateTopic(ctxFor(t, 10*time.Second), 3, 3, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	waitPartitions(t, bs[0].addr, topic, 20*time.Second, "every partition led with 3 in sync", fullISR(3))
+	ctrl := zkController(t, observer)
+	if ctrl < 0 {
+		t.Fatal("no /controller")
+	}
+	var victim, other *broker
+	for i, b := range bs {
+		if int32(i) == ctrl {
+			continue
+		}
+		if victim == nil {
+			victim = b
+		} else {
+			other = b
+		}
+	}
+	paused := bs[ctrl]
+	t.Cleanup(func() { _ = syscall.Kill(paused.pid(), syscall.SIGCONT) })
+	if err := syscall.Kill(paused.pid(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	victim.stop() // fails the test unless it exits 0, cleanly, within stopTimeout
+	took := time.Since(start)
+	t.Logf("stopped in %v with the controller paused", took.Round(time.Millisecond))
+	if took > 20*time.Second {
+		t.Fatalf("the stop took %v: the ControlledShutdown to the paused controller was waited out", took)
+	}
+	if _, ok := victim.waitLog(regexp.MustCompile(`msg="controlled shutdown succeeded"`), time.Second); !ok {
+		t.Fatalf("no controlled shutdown by the new controller:\n%s", tail(victim.log(), 4<<10))
+	}
+	// The one broker left running leads every partition.
+	waitPartitions(t, other.addr, topic, 20*time.Second, "every partition led by the broker still running", func(ps kadm.PartitionDetails) bool {
+		for _, p := range ps {
+			if p.Leader != int32(slices.Index(bs, other)) {
+				return false
+			}
+		}
+		return len(ps) == 3
+	})
+	if err := syscall.Kill(paused.pid(), syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+}
