@@ -808,6 +808,9 @@ func TestUncleanLeaderElection(t *testing.T) {
 	waitPartitions(t, bs[ctrl].addr, topic, 15*time.Second, fmt.Sprintf("partition 0 led by %d after the config change", b),
 		func(ps kadm.PartitionDetails) bool { return ps[0].Leader == b && slices.Equal(ps[0].ISR, []int32{b}) })
 	t.Logf("partition 0 elected uncleanly %v after the config change", time.Since(enabled).Round(time.Millisecond))
+	// B's own metadata follows the controller's (it is asked next).
+	waitPartitions(t, bs[b].addr, topic, 15*time.Second, fmt.Sprintf("both partitions led by %d in its own metadata", b),
+		func(ps kadm.PartitionDetails) bool { return ps[0].Leader == b && ps[1].Leader == b })
 	for _, p := range both {
 		if st := zkState(t, observer, topic, p); st.Leader != b || !slices.Equal(st.ISR, []int32{b}) {
 			t.Fatalf("state of partition %d in ZooKeeper: %+v, want leader %d and isr [%d]", p, st, b, b)
