@@ -62,6 +62,7 @@ type config struct {
 	qk        string
 	runs      int
 	warmup    int
+	ballast   bool
 	records   int
 	kills     int
 	shutdowns int
@@ -90,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.qk, "qk", "", "qk binary for the brokers and `qk perf` (default: go build ./cmd/qk into a temporary directory)")
 	fs.IntVar(&c.runs, "runs", 5, "measured throughput runs per configuration; the tables show their median")
 	fs.IntVar(&c.warmup, "warmup", 1, "unmeasured throughput runs first (they warm the page cache)")
+	fs.BoolVar(&c.ballast, "ballast", true, "fill the free memory with a page-cache ballast file before the throughput runs (see benchproc.Ballast)")
 	fs.IntVar(&c.records, "records", 1_000_000, "1 KiB records per throughput run (1 GiB: long enough that a run is seconds, not a tick of /proc CPU time)")
 	fs.IntVar(&c.kills, "kills", 3, "leader kills per session timeout in the failover section")
 	fs.IntVar(&c.shutdowns, "shutdowns", 3, "controlled shutdowns of the leader")
@@ -223,6 +225,16 @@ func measure(ctx context.Context, cfg config, log io.Writer, res *results) error
 func measureOn(ctx context.Context, c *cluster, cfg config, log io.Writer, res *results) error {
 	var err error
 
+	if (cfg.has("throughput") || cfg.has("lag")) && cfg.ballast && !cfg.quick {
+		// 1 GiB left for the processes; the runs evict the ballast.
+		b, err := benchproc.WriteBallast(filepath.Join(c.root, "ballast"), 1<<30)
+		if err != nil {
+			return err
+		}
+		defer b.Remove()
+		res.ballast = b.Bytes
+		fmt.Fprintf(log, "cluster: %.1f GiB page-cache ballast written\n", float64(b.Bytes)/(1<<30))
+	}
 	if cfg.has("throughput") || cfg.has("lag") {
 		fmt.Fprintln(log, "cluster: throughput")
 		res.throughput, err = runThroughput(ctx, c, cfg, cfg.tpWanted(), cfg.has("lag"))

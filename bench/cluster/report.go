@@ -36,6 +36,7 @@ type results struct {
 	shutdown   *shutdownResult
 	failover   []failoverResult
 	commands   []string
+	ballast    int64  // bytes of the page-cache ballast, 0 without
 	err        string // what stopped the benchmark early
 }
 
@@ -49,6 +50,13 @@ func markdown(h header, r *results) string {
 		"each broker a process of its own with its own data directory\n", benchproc.OrUnknown(h.zkVersion))
 	fmt.Fprintf(&sb, "- throughput: %s, %s 1 KiB records per run, configurations interleaved within each run\n",
 		runsText(h.cfg.runs, h.cfg.warmup), benchproc.Group(float64(h.cfg.records)))
+	if r.ballast > 0 {
+		fmt.Fprintf(&sb, "- page cache: a %.1f GiB ballast file filled the free memory before the runs (kept until the end), so that the brokers' "+
+			"writes recycle page-cache pages instead of first-touching memory this VM returned to its host (up to ~5× slower; -ballast=false turns it off)\n",
+			float64(r.ballast)/(1<<30))
+	} else if !h.cfg.quick {
+		sb.WriteString("- page cache: no ballast (-ballast=false): writes may first-touch memory the VM returned to its host\n")
+	}
 	fmt.Fprintf(&sb, "- sections: %s; took %v\n", strings.Join(h.cfg.only, ", "), h.took.Round(time.Second))
 	sb.WriteString("\n")
 	if h.cfg.quick {

@@ -136,3 +136,28 @@ func TestGroup(t *testing.T) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
+
+func TestParseMemFree(t *testing.T) {
+	got, err := parseMemFree([]byte("MemTotal:       24576000 kB\nMemFree:        12000000 kB\nMemAvailable:   23000000 kB\n"))
+	require.NoError(t, err)
+	require.Equal(t, int64(12000000)<<10, got)
+	_, err = parseMemFree([]byte("MemTotal: 1 kB\n"))
+	require.Error(t, err)
+}
+
+func TestWriteBallast(t *testing.T) {
+	// Leaving all but ~2 MiB of the free memory: a small file, written
+	// and removed.
+	free, err := memFree()
+	require.NoError(t, err)
+	b, err := WriteBallast(t.TempDir()+"/ballast", free-2<<20)
+	require.NoError(t, err)
+	st, err := os.Stat(b.Path)
+	if b.Bytes > 0 {
+		require.NoError(t, err)
+		require.Equal(t, b.Bytes, st.Size())
+	}
+	require.NoError(t, b.Remove())
+	_, err = os.Stat(b.Path)
+	require.True(t, b.Bytes == 0 || os.IsNotExist(err))
+}
