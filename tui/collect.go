@@ -233,6 +233,8 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 			switch {
 			case mp.Leader < 0:
 				p.Status = StatusOffline
+			case !rounds[mp.Leader].up:
+				p.Status = StatusLeaderDown
 			case len(mp.ISR) < len(mp.Replicas):
 				p.Status = StatusUnderReplicated
 			}
@@ -547,7 +549,7 @@ func (c *Collector) rates(s *Snapshot, rounds map[int32]*brokerRound, commits ma
 		switch p.Status {
 		case StatusUnderReplicated:
 			t.UnderReplicated++
-		case StatusOffline:
+		case StatusOffline, StatusLeaderDown:
 			t.Offline++
 		}
 		if p.SizeBytes != nil {

@@ -46,10 +46,11 @@ const isrHighlight = 5 * time.Second
 // historyLen is how many rounds the sparklines of the detail pane keep.
 const historyLen = 120
 
-// Intervals of + and -, and the bounds of --interval.
+// The default refresh interval, and the bounds of --interval and of + and -.
 const (
-	MinInterval = 100 * time.Millisecond
-	MaxInterval = time.Minute
+	DefaultInterval = time.Second
+	MinInterval     = 100 * time.Millisecond
+	MaxInterval     = time.Minute
 )
 
 // Model is the bubbletea model of qk top: the last snapshot, the view

@@ -70,6 +70,9 @@ const (
 	StatusOK              = ""
 	StatusUnderReplicated = "UNDER-REPLICATED"
 	StatusOffline         = "OFFLINE"
+	// StatusLeaderDown: Metadata names a leader that did not answer this
+	// round (stopped, not yet replaced by the controller).
+	StatusLeaderDown = "LEADER-DOWN"
 )
 
 // Partition is one partition: what Metadata and ListOffsets give, and,

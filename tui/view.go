@@ -58,7 +58,7 @@ const (
 
 var columns = [numViews][]column{
 	viewBrokers: {{title: "ID", right: true}, {title: "HOST", flex: true}, {title: "RACK"}, {title: "STATUS"},
-		{title: "LED", right: true}, {title: "HOSTED", right: true}, {title: "IN/S", right: true}, {title: "OUT/S", right: true}, {title: "LEO"}},
+		{title: "LED", right: true}, {title: "HOSTED", right: true}, {title: "IN/S", right: true}, {title: "OUT/S", right: true}, {title: "ENDPOINT", flex: true}},
 	viewPartitions: {{title: "TOPIC", flex: true}, {title: "PARTITION", right: true}, {title: "LEADER", right: true},
 		{title: "REPLICAS"}, {title: "ISR"}, {title: "HW", right: true}, {title: "LEO"}, {title: "LAG", right: true}, {title: "STATUS"}},
 	viewTopics: {{title: "TOPIC", flex: true}, {title: "PARTS", right: true}, {title: "RF", right: true}, {title: "URP", right: true},
@@ -90,13 +90,14 @@ func (m *Model) rows() []row {
 			if !b.Up {
 				mark = markBad
 			}
-			endpoint := "unavailable"
+			// Without an endpoint the broker's LEOs are unavailable.
+			endpoint := "none"
 			if b.HTTP != "" {
-				endpoint = "qk " + b.HTTP
+				endpoint = b.HTTP
 			}
 			add(row{key: "b/" + strconv.Itoa(int(b.ID)), mark: mark,
 				cells: []string{strconv.Itoa(int(b.ID)), hostPort(b), dash(b.Rack), st, strconv.Itoa(b.Led), strconv.Itoa(b.Hosted),
-					bytesRate(b.BytesIn), bytesRate(b.BytesOut), endpoint},
+					bytesCell(b.BytesIn), bytesCell(b.BytesOut), endpoint},
 				vals: []float64{float64(b.ID), nan, nan, nan, float64(b.Led), float64(b.Hosted), optF(b.BytesIn), optF(b.BytesOut), nan}})
 		}
 	case viewPartitions:
@@ -110,7 +111,7 @@ func (m *Model) rows() []row {
 				mark = markChanged
 			}
 			switch p.Status {
-			case StatusOffline:
+			case StatusOffline, StatusLeaderDown:
 				mark = markBad
 			case StatusUnderReplicated:
 				if mark == markNone {
@@ -134,7 +135,7 @@ func (m *Model) rows() []row {
 			}
 			add(row{key: "t/" + t.Name, mark: mark,
 				cells: []string{t.Name, strconv.Itoa(t.Partitions), strconv.Itoa(t.ReplicationFactor), strconv.Itoa(t.UnderReplicated),
-					strconv.Itoa(t.Offline), size(t.SizeBytes), countRate(t.MessagesIn), bytesRate(t.BytesIn), bytesRate(t.BytesOut)},
+					strconv.Itoa(t.Offline), size(t.SizeBytes), countCell(t.MessagesIn), bytesCell(t.BytesIn), bytesCell(t.BytesOut)},
 				vals: []float64{nan, float64(t.Partitions), float64(t.ReplicationFactor), float64(t.UnderReplicated),
 					float64(t.Offline), float64(optOr(t.SizeBytes, -1)), optF(t.MessagesIn), optF(t.BytesIn), optF(t.BytesOut)}})
 		}
@@ -276,8 +277,14 @@ func (m *Model) table() []string {
 	cols := columnsOf(m.view)
 	rows := m.rows()
 	widths := make([]int, len(cols))
+	titles := make([]string, len(cols))
 	for i, c := range cols {
-		widths[i] = ansi.StringWidth(c.title)
+		titles[i] = c.title
+		if i == m.sortCol[m.view] {
+			// ^ or v after the title marks the sort column and order.
+			titles[i] += map[bool]string{false: "^", true: "v"}[m.sortDesc[m.view]]
+		}
+		widths[i] = ansi.StringWidth(titles[i])
 	}
 	for _, r := range rows {
 		for i, c := range r.cells {
@@ -285,41 +292,31 @@ func (m *Model) table() []string {
 		}
 	}
 	gap := 2
+	// One column on the left holds the selection marker.
 	total := func() int {
-		t := gap * (len(cols) - 1)
+		t := 1 + gap*(len(cols)-1)
 		for _, w := range widths {
 			t += w
 		}
 		return t
 	}
-	for i, c := range cols {
-		if over := total() - m.width; over > 0 && c.flex {
-			widths[i] = max(widths[i]-over, ansi.StringWidth(c.title), 6)
+	// The last flex column gives up width first: names on the left are
+	// what a row is read by.
+	for i := len(cols) - 1; i >= 0; i-- {
+		if over := total() - m.width; over > 0 && cols[i].flex {
+			widths[i] = max(widths[i]-over, ansi.StringWidth(titles[i]), 6)
 		}
 	}
 	if total() > m.width {
 		gap = 1
 	}
-	sortMark := func(i int) string {
-		if i != m.sortCol[m.view] {
-			return ""
-		}
-		if m.sortDesc[m.view] {
-			return "v"
-		}
-		return "^"
-	}
-	line := func(cells []string, titles bool) string {
+	line := func(cells []string) string {
 		var b strings.Builder
 		for i, c := range cells {
 			if i > 0 {
 				b.WriteString(strings.Repeat(" ", gap))
 			}
 			wdt := widths[i]
-			if titles {
-				c += sortMark(i)
-				wdt = max(wdt, ansi.StringWidth(c))
-			}
 			c = ansi.Truncate(c, wdt, "…")
 			pad := strings.Repeat(" ", max(wdt-ansi.StringWidth(c), 0))
 			if cols[i].right {
@@ -332,11 +329,7 @@ func (m *Model) table() []string {
 		}
 		return b.String()
 	}
-	titles := make([]string, len(cols))
-	for i, c := range cols {
-		titles[i] = c.title
-	}
-	out := []string{m.st.head.Render(line(titles, true))}
+	out := []string{" " + m.st.head.Render(line(titles))}
 	n := m.bodyRows()
 	cur := &m.cursor[m.view]
 	*cur = min(max(*cur, 0), max(len(rows)-1, 0))
@@ -357,7 +350,7 @@ func (m *Model) table() []string {
 	}
 	for i := *top; i < len(rows) && i < *top+n; i++ {
 		r := rows[i]
-		l := line(r.cells, false)
+		l := line(r.cells)
 		switch {
 		case i == *cur:
 			// The selected row is marked with '>' as well as reverse video.
@@ -526,6 +519,10 @@ func sparkline(v []float64, width int) string {
 	}
 	return b.String()
 }
+
+// bytesCell and countCell are rates in a column titled per second.
+func bytesCell(v *float64) string { return strings.TrimSuffix(bytesRate(v), "/s") }
+func countCell(v *float64) string { return strings.TrimSuffix(countRate(v), "/s") }
 
 // countRate is "1.2k/s"; "-" when unknown.
 func countRate(v *float64) string {
