@@ -85,7 +85,7 @@ bench-cluster: build
 
 # Rewrite golden files after an intended output change; review the diff.
 golden:
-	$(GO) test ./inspect/ ./cmd/qk/ -update
+	$(GO) test ./inspect/ ./cmd/qk/ ./tui/ -update
 
 completions: build
 	./$(BIN) completion bash > completions/qk.bash

@@ -249,8 +249,9 @@ func (m *Model) header2() string {
 		return ""
 	}
 	r := s.Rates
-	line := "in " + countRate(r.MessagesIn) + " msg " + bytesRate(r.BytesIn) + "  out " + countRate(r.MessagesOut) + " msg " + bytesRate(r.BytesOut)
-	src := map[string]string{"metrics": "from /metrics", "high_watermark": "from HW deltas", "": "rates after 2 rounds"}[s.RateSource]
+	line := "messages in " + countRate(r.MessagesIn) + " out " + countRate(r.MessagesOut) +
+		"  bytes in " + bytesRate(r.BytesIn) + " out " + bytesRate(r.BytesOut)
+	src := map[string]string{"metrics": "from /metrics", "high_watermark": "from HW deltas", "": "rates from the 2nd round"}[s.RateSource]
 	return line + "  (" + src + ")  " + s.Time.UTC().Format("15:04:05")
 }
 
