@@ -249,10 +249,10 @@ func (m *Model) header2() string {
 		return ""
 	}
 	r := s.Rates
-	line := "messages in " + countRate(r.MessagesIn) + " out " + countRate(r.MessagesOut) +
-		"  bytes in " + bytesRate(r.BytesIn) + " out " + bytesRate(r.BytesOut)
-	src := map[string]string{"metrics": "from /metrics", "high_watermark": "from HW deltas", "": "rates from the 2nd round"}[s.RateSource]
-	return line + "  (" + src + ")  " + s.Time.UTC().Format("15:04:05")
+	msgs := func(v *float64) string { return strings.TrimSuffix(countRate(v), "/s") + " msg/s" }
+	line := "in " + msgs(r.MessagesIn) + " " + bytesRate(r.BytesIn) + "  out " + msgs(r.MessagesOut) + " " + bytesRate(r.BytesOut)
+	src := map[string]string{"metrics": "via /metrics", "high_watermark": "via HW", "": "rates next round"}[s.RateSource]
+	return line + "  " + src + "  " + s.Time.UTC().Format("15:04:05")
 }
 
 func (m *Model) tabs() string {
