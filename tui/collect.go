@@ -73,6 +73,7 @@ type brokerRound struct {
 	http     string
 	parts    *endpointPartitions
 	counters counters
+	sizes    map[tp]int64 // from DescribeLogDirs, for a broker without the endpoint
 }
 
 // Collect runs one round: Metadata, then in parallel a probe of every
@@ -103,6 +104,7 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 		s.Brokers = append(s.Brokers, Broker{ID: b.NodeID, Host: b.Host, Port: b.Port, Rack: deref(b.Rack), Registered: true})
 	}
 	byLeader := map[int32][]tp{}
+	leaders := map[tp]int32{}
 	for _, t := range md.Topics {
 		if t.Topic == nil || t.IsInternal && *t.Topic != "__consumer_offsets" {
 			continue
@@ -115,7 +117,9 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 				}
 			}
 			if p.Leader >= 0 {
-				byLeader[p.Leader] = append(byLeader[p.Leader], tp{*t.Topic, p.Partition})
+				k := tp{*t.Topic, p.Partition}
+				byLeader[p.Leader] = append(byLeader[p.Leader], k)
+				leaders[k] = p.Leader
 			}
 		}
 	}
@@ -181,6 +185,11 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 			b.Error = br.err.Error()
 		}
 		if br.parts == nil {
+			for k, v := range br.sizes {
+				if leaders[k] == b.ID {
+					sizes[k] = v
+				}
+			}
 			continue
 		}
 		for _, p := range br.parts.Partitions {
@@ -346,6 +355,9 @@ func (c *Collector) probe(ctx context.Context, id int32, br *brokerRound) {
 		}
 	}
 	if br.http == "" {
+		// Not qk: the sizes come from DescribeLogDirs, which any Kafka
+		// since 1.0 answers.
+		br.sizes = c.logDirSizes(ctx, id)
 		return
 	}
 	var wg sync.WaitGroup
@@ -367,6 +379,34 @@ func (c *Collector) probe(ctx context.Context, id int32, br *brokerRound) {
 		}
 	})
 	wg.Wait()
+}
+
+// logDirSizes asks broker id for the size of every partition replica it
+// holds (the sum over its log dirs, leaving out future replicas); nil
+// when it does not answer in time.
+func (c *Collector) logDirSizes(ctx context.Context, id int32) map[tp]int64 {
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	req.Topics = nil // all
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	resp, err := c.cl.Broker(int(id)).Request(rctx, req)
+	if err != nil {
+		return nil
+	}
+	out := map[tp]int64{}
+	for _, d := range resp.(*kmsg.DescribeLogDirsResponse).Dirs {
+		if d.ErrorCode != 0 {
+			continue
+		}
+		for _, t := range d.Topics {
+			for _, p := range t.Partitions {
+				if !p.IsFuture {
+					out[tp{t.Topic, p.Partition}] += p.Size
+				}
+			}
+		}
+	}
+	return out
 }
 
 type listedHW struct {

@@ -98,6 +98,8 @@ func TestTopOnceKfake(t *testing.T) {
 		}
 		require.Nil(t, got.MaxFollowerLag)
 		require.Equal(t, tui.StatusOK, got.Status)
+		require.NotNil(t, got.SizeBytes, "size from DescribeLogDirs")
+		require.Positive(t, *got.SizeBytes)
 	}
 	require.Len(t, s.Groups, 1)
 	require.Equal(t, "billing", s.Groups[0].ID)
