@@ -91,9 +91,14 @@ func (m *Model) rows() []row {
 				mark = markBad
 			}
 			// Without an endpoint the broker's LEOs are unavailable.
+			// ":port" when it is on the broker's own host, which is
+			// the usual case and keeps the row within 80 columns.
 			endpoint := "none"
 			if b.HTTP != "" {
 				endpoint = b.HTTP
+				if h, port, ok := strings.Cut(strings.TrimPrefix(b.HTTP, "http://"), ":"); ok && h == b.Host {
+					endpoint = ":" + port
+				}
 			}
 			add(row{key: "b/" + strconv.Itoa(int(b.ID)), mark: mark,
 				cells: []string{strconv.Itoa(int(b.ID)), hostPort(b), dash(b.Rack), st, strconv.Itoa(b.Led), strconv.Itoa(b.Hosted),
