@@ -211,6 +211,17 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	// Keys typed faster than the terminal is read (tmux send-keys, a
+	// paste, a fast typist) arrive as one message of several runes; each
+	// is a key of its own, "/ord" is the filter key and then "ord".
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 {
+		var cmds []tea.Cmd
+		for _, r := range msg.Runes {
+			_, cmd := m.key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt})
+			cmds = append(cmds, cmd)
+		}
+		return m, tea.Batch(cmds...)
+	}
 	if msg.String() == "ctrl+c" {
 		return m, tea.Quit
 	}

@@ -117,6 +117,15 @@ func TestViews(t *testing.T) {
 	}
 }
 
+// TestKeysInOneMessage: runes that arrive together (tmux send-keys, a
+// paste) act as the keys they are, one after the other.
+func TestKeysInOneMessage(t *testing.T) {
+	m := newTestModel(t, "cluster.json", 80, 24)
+	m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("2/pay")})
+	m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	require.Equal(t, readGolden(t, "partitions_filter"), m.View()+"\n")
+}
+
 // TestResize: the screen follows the terminal's size, wide and narrow,
 // and the selection survives.
 func TestResize(t *testing.T) {
