@@ -181,6 +181,8 @@ func TestTopTmux(t *testing.T) {
 		return r.status == "UNDER-REPLICATED" && !slices.Contains(strings.Split(r.isr, ","), fid) && len(strings.Split(r.isr, ",")) == 2
 	})
 	t.Logf("under-replicated:\n%s", scr)
+	// The frozen broker answers nothing: DOWN within the request timeout.
+	s.waitScreen(10*time.Second, "the paused broker counted down", func(scr string) bool { return strings.Contains(scr, "brokers 2/3 up") })
 	if endpoint {
 		// The leader's view of the frozen follower falls behind as the
 		// leader appends.
@@ -202,7 +204,7 @@ func TestTopTmux(t *testing.T) {
 	s.waitScreen(30*time.Second, "the follower back in the ISR", func(scr string) bool {
 		produce()
 		r, ok := partitionRow(scr, topic, 0)
-		return ok && sameIDs(r.isr, all) && r.status == ""
+		return ok && sameIDs(r.isr, all) && r.status == "" && strings.Contains(scr, "brokers 3/3 up")
 	})
 	if endpoint {
 		s.waitScreen(20*time.Second, "the follower caught up (lag 0)", func(scr string) bool {
