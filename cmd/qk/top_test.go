@@ -116,13 +116,13 @@ func TestTopOnceKfake(t *testing.T) {
 // followers) and for its counters. kfake plays the Kafka side with the
 // config set, an httptest server the endpoint.
 func TestTopOnceEndpoint(t *testing.T) {
-	var leaderID int32
+	// kfake's one broker is broker 0.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/partitions":
-			fmt.Fprintf(w, `{"broker_id":%d,"partitions":[{"topic":"orders","partition":0,"role":"leader","leader_id":%[1]d,
+			fmt.Fprint(w, `{"broker_id":0,"partitions":[{"topic":"orders","partition":0,"role":"leader","leader_id":0,
 				"leader_epoch":0,"log_start_offset":0,"log_end_offset":7,"high_watermark":7,"last_stable_offset":7,"size_bytes":700,
-				"followers":[{"broker_id":42,"log_end_offset":4,"lag":3,"last_caught_up_ms_ago":50,"in_isr":false}]}]}`, leaderID)
+				"followers":[{"broker_id":42,"log_end_offset":4,"lag":3,"last_caught_up_ms_ago":50,"in_isr":false}]}]}`)
 		case "/metrics":
 			fmt.Fprintln(w, "# TYPE kafka_server_brokertopicmetrics_bytesin_total counter")
 			fmt.Fprintln(w, `kafka_server_brokertopicmetrics_bytesin_total{topic="orders"} 1000`)
@@ -139,9 +139,8 @@ func TestTopOnceEndpoint(t *testing.T) {
 	produceN(t, addrs, "orders", map[int32]int{0: 7})
 	s := topOnce(t, addrs)
 	require.Len(t, s.Brokers, 1)
-	leaderID = s.Brokers[0].ID
+	require.Equal(t, int32(0), s.Brokers[0].ID)
 	require.Equal(t, strings.TrimPrefix(srv.URL, "http://"), s.Brokers[0].HTTP)
-	s = topOnce(t, addrs)
 	p := partitionOf(s, "orders", 0)
 	require.NotNil(t, p)
 	require.Len(t, p.LogEndOffsets, 1)
