@@ -48,6 +48,9 @@ func (s Source) String() string {
 	case SourceEnv:
 		return "env " + s.Name
 	case SourceSet:
+		if s.Name != "" {
+			return s.Name // a value a flag derived, such as --local-cluster's ports
+		}
 		return "--set"
 	case SourceDynamicDefault:
 		return "dynamic cluster default"
@@ -84,6 +87,11 @@ type LoadOptions struct {
 	ClientEnv []string
 	// Sets are the --set overrides, "key=value" each, later ones winning.
 	Sets []string
+
+	// derived are settings a flag computes from the others, "key=value"
+	// each, applied after Sets with Source{SourceSet, "--local-cluster"}:
+	// LoadLocalCluster's per-broker id, ports and dirs.
+	derived []string
 }
 
 // Load builds the broker configuration from the defaults, the file, QK_
@@ -141,6 +149,12 @@ func Load(opts LoadOptions) (*Broker, []Warning, error) {
 		}
 		v.Set(name, value)
 		src[name] = ssrc
+	}
+
+	for _, s := range opts.derived {
+		name, value, _ := strings.Cut(s, "=")
+		v.Set(name, value)
+		src[name] = Source{Kind: SourceSet, Name: localClusterFlag}
 	}
 
 	static := make(map[string]value, len(brokerKeys))
