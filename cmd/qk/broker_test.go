@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -115,4 +116,64 @@ func TestBrokerStartStop(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, ".kafka_cleanshutdown"))
 	require.NoError(t, err, "clean-shutdown marker")
 	require.True(t, strings.Contains(stderr.String(), `"msg":"broker started"`), "JSON log lines:\n%s", stderr.String())
+}
+
+// TestBrokerLocalClusterPrintConfig: one block per broker, each headed by
+// a comment, with the derived id, ports and dirs marked as such and the
+// other settings shared.
+func TestBrokerLocalClusterPrintConfig(t *testing.T) {
+	out, _, err := runQK(t, "broker", "start", "--local-cluster", "3", "--set", "num.partitions=3", "--print-config")
+	require.NoError(t, err)
+	blocks := strings.Split(out, "\n\n")
+	require.Len(t, blocks, 3)
+	for i, b := range blocks {
+		id := strconv.Itoa(i)
+		require.True(t, strings.HasPrefix(b, "# broker "+id+" of --local-cluster 3\n"), b[:40])
+		require.Contains(t, b, "\nbroker.id="+id+" (--local-cluster)\n")
+		require.Contains(t, b, "\nlisteners=PLAINTEXT://127.0.0.1:909"+strconv.Itoa(2+i)+" (--local-cluster)\n")
+		require.Contains(t, b, "\nqk.http.listener=127.0.0.1:964"+strconv.Itoa(4+i)+" (--local-cluster)\n")
+		require.Contains(t, b, "\nlog.dirs="+filepath.Join("qk-data", "broker-"+id)+" (--local-cluster)\n")
+		require.Contains(t, b, "\nnum.partitions=3 (--set)\n")
+		require.Contains(t, b, "\ndefault.replication.factor=1 (default)\n")
+		require.Contains(t, b, "\noffsets.topic.replication.factor=3 (default)\n")
+	}
+}
+
+func TestBrokerLocalClusterRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"zero", []string{"--local-cluster", "0"}, "--local-cluster 0: want 1..16 brokers"},
+		{"too many", []string{"--local-cluster", "100"}, "--local-cluster 100: want 1..16 brokers"},
+		{"zookeeper flag", []string{"--local-cluster", "3", "--zookeeper", "127.0.0.1:2181"}, "--zookeeper and --local-cluster exclude each other"},
+		{"zookeeper setting", []string{"--local-cluster", "3", "--set", "zookeeper.connect=127.0.0.1:2181"}, "zookeeper.connect=127.0.0.1:2181 (from --set)"},
+		{"broker.id", []string{"--local-cluster", "3", "--set", "broker.id=5"}, "broker.id=5 is set (from --set): remove it"},
+		{"ports overflow", []string{"--local-cluster", "3", "--set", "listeners=PLAINTEXT://127.0.0.1:65535"}, "would run past 65535"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runQK(t, append([]string{"broker", "start", "--print-config"}, tc.args...)...)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestBrokerModesKeepApart: a local cluster refuses a single broker's log
+// dir, and a single broker a local cluster's parent dir, before either
+// opens the other's metadata store.
+func TestBrokerModesKeepApart(t *testing.T) {
+	single, cluster := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(single, "meta.properties"), []byte("version=0\nbroker.id=0\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(cluster, "broker-0"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cluster, "broker-0", "meta.properties"), []byte("version=0\nbroker.id=0\n"), 0o644))
+
+	_, _, err := runQK(t, "broker", "start", "--local-cluster", "2", "--set", "log.dirs="+single,
+		"--set", "listeners=PLAINTEXT://127.0.0.1:0", "--set", "qk.http.listener=")
+	require.ErrorContains(t, err, single+" is a single-node broker's log dir (it has meta.properties)")
+	_, _, err = runQK(t, "broker", "start", "--set", "log.dirs="+cluster,
+		"--set", "listeners=PLAINTEXT://127.0.0.1:0", "--set", "qk.http.listener=")
+	require.ErrorContains(t, err, cluster+" holds a local cluster")
+	_, err = os.Stat(filepath.Join(cluster, "__qk_metadata"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the single broker opened no metadata store")
 }
