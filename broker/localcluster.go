@@ -119,12 +119,19 @@ func StartLocalCluster(lc *config.LocalCluster, opts ...Option) (_ *LocalCluster
 // move to brokers that stay up; the controller goes last, so the
 // controller role does not move at every step and the others' controlled
 // shutdowns are answered by a controller that is not itself leaving.
-// Then the metadata store is closed (written to a snapshot) and the dirs
+// The last broker skips its controlled shutdown: with no broker left to
+// take its leaderships it would only retry controlled.shutdown.max.retries
+// times, controlled.shutdown.retry.backoff.ms apart (15 s by default),
+// then stop anyway. Then the metadata store is closed (written to a snapshot) and the dirs
 // unlocked. ctx bounds the whole shutdown; past it, each broker cuts its
 // connections but still closes its logs cleanly.
 func (c *LocalCluster) Close(ctx context.Context) error {
 	var errs []error
-	for _, s := range c.shutdownOrder() {
+	order := c.shutdownOrder()
+	for i, s := range order {
+		if i == len(order)-1 && len(order) > 1 {
+			s.lastOfLocalCluster.Store(true)
+		}
 		if err := s.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("broker %d: %w", s.Config().BrokerID, err))
 		}

@@ -94,6 +94,10 @@ type Server struct {
 	produces     *purgatory.Purgatory[purgatory.Key]
 	groups       *group.Coordinator
 	ready        atomic.Bool
+	// lastOfLocalCluster: the other brokers of this process's local
+	// cluster have stopped, so a controlled shutdown has no broker to
+	// move leaderships to and would only retry until it gives up.
+	lastOfLocalCluster atomic.Bool
 
 	// leaderQuota and followerQuota are the replication quotas
 	// (leader/follower.replication.throttled.rate), their bounds kept

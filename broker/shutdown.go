@@ -35,6 +35,10 @@ func (s *Server) controlledShutdown(ctx context.Context) {
 	if !cfg.ControlledShutdownEnable || s.cache == nil || s.ctrl == nil {
 		return
 	}
+	if s.lastOfLocalCluster.Load() {
+		s.lg.Info("controlled shutdown skipped: the other brokers of the local cluster have stopped")
+		return
+	}
 	backoff := time.Duration(cfg.ControlledShutdownBackoffMs) * time.Millisecond
 	for attempt := 0; attempt <= cfg.ControlledShutdownMaxRetries; attempt++ {
 		if attempt > 0 {
