@@ -163,6 +163,10 @@ type Broker struct {
 	// HTTPListener is qk.http.listener, host:port of the admin HTTP server;
 	// empty disables it.
 	HTTPListener string `config:"qk.http.listener"`
+	// HTTPAdvertisedListener is qk.http.advertised.listener: the address
+	// the admin HTTP server bound (WithHTTPAdvertisedListener), "" while
+	// it is not bound or when it is disabled.
+	HTTPAdvertisedListener string `config:"qk.http.advertised.listener"`
 
 	static     map[string]value // defaults < file < env < --set; absent: null
 	dynDefault map[string]value // dynamic cluster-wide
@@ -352,6 +356,22 @@ func (b *Broker) checkBrokerID() error {
 func (b *Broker) WithBrokerID(id int32) *Broker {
 	c := *b
 	c.BrokerID = id
+	return &c
+}
+
+// HTTPAdvertisedListenerKey is the read-only setting that tells clients
+// (qk top) where this broker's admin HTTP server listens.
+const HTTPAdvertisedListenerKey = "qk.http.advertised.listener"
+
+// WithHTTPAdvertisedListener returns b with qk.http.advertised.listener
+// set to addr, the host:port the admin HTTP server bound (the broker
+// learns it only at start-up, for port 0). WithDynamic keeps it, and
+// DescribeConfigs answers it as the setting's value.
+func (b *Broker) WithHTTPAdvertisedListener(addr string) *Broker {
+	c := *b
+	c.HTTPAdvertisedListener = addr
+	c.eff = maps.Clone(b.eff)
+	c.eff[HTTPAdvertisedListenerKey] = value{Raw: addr, Source: Source{Kind: SourceDefault}}
 	return &c
 }
 

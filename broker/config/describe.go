@@ -86,7 +86,11 @@ func (b *Broker) synonyms(names []string) []Synonym {
 	}
 	for _, n := range names {
 		if k := brokerKeys[n]; !k.Null {
-			add(n, ptr(k.Default), ConfigSourceDefault)
+			def := k.Default
+			if n == HTTPAdvertisedListenerKey {
+				def = b.HTTPAdvertisedListener // the broker's own "default"
+			}
+			add(n, ptr(def), ConfigSourceDefault)
 		}
 	}
 	return out
@@ -249,5 +253,8 @@ func (b *Broker) WithDynamic(clusterDefault, perBroker map[string]string) (*Brok
 		return nil, err
 	}
 	nb.BrokerID = b.BrokerID // read-only, and maybe settled by WithBrokerID
+	if b.HTTPAdvertisedListener != "" {
+		nb = nb.WithHTTPAdvertisedListener(b.HTTPAdvertisedListener)
+	}
 	return nb, nil
 }

@@ -259,3 +259,25 @@ func TestReplicationThrottledRates(t *testing.T) {
 		require.Contains(t, w.Message, "dynamic-only setting, ignored")
 	}
 }
+
+func TestDescribeHTTPAdvertisedListener(t *testing.T) {
+	str := func(s string) *string { return &s }
+	b := load(t, LoadOptions{Sets: []string{"qk.http.listener=127.0.0.1:0"}})
+	e := entry(t, DescribeBroker(b), HTTPAdvertisedListenerKey)
+	require.Equal(t, str(""), e.Value, "not bound yet")
+	require.True(t, e.ReadOnly)
+
+	b = b.WithHTTPAdvertisedListener("127.0.0.1:40123")
+	// A dynamic config change keeps it.
+	b, err := b.WithDynamic(nil, map[string]string{"message.max.bytes": "3000"})
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:40123", b.HTTPAdvertisedListener)
+	e = entry(t, DescribeBroker(b), HTTPAdvertisedListenerKey)
+	require.Equal(t, str("127.0.0.1:40123"), e.Value)
+	require.Equal(t, ConfigSourceDefault, e.Source)
+	require.True(t, e.ReadOnly)
+	require.Equal(t, []Synonym{syn(HTTPAdvertisedListenerKey, "127.0.0.1:40123", ConfigSourceDefault)}, e.Synonyms)
+
+	_, _, err = Load(LoadOptions{Sets: []string{"qk.http.advertised.listener=1.2.3.4:5"}})
+	require.ErrorContains(t, err, "set by the broker")
+}

@@ -350,6 +350,8 @@ var brokerTable = []Key{
 	// future Kafka setting.
 	{Name: "qk.http.listener", Type: TypeString, Default: "127.0.0.1:9644", Valid: hostPortValid, Importance: Medium,
 		Doc: "qk extension: host:port of the admin HTTP server (Prometheus /metrics, partition status for qk top); empty disables it."},
+	{Name: "qk.http.advertised.listener", Type: TypeString, Default: "", Valid: setByBroker, Importance: Low,
+		Doc: "qk extension, read-only: host:port the admin HTTP server of this broker is bound to (qk.http.listener with its port resolved), empty when it is disabled. The broker sets it at start-up; qk top reads it with DescribeConfigs."},
 }
 
 // topicTable lists the topic configs. Synonyms are the broker settings

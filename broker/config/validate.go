@@ -260,6 +260,19 @@ var hostPortValid = Custom{
 	},
 }
 
+// setByBroker refuses every value but empty: the setting reports what the
+// broker found at start-up (WithHTTPAdvertisedListener), so a value
+// given in a file or --set would only be a lie DescribeConfigs tells.
+var setByBroker = Custom{
+	Desc: "nothing: the broker sets it",
+	Check: func(v any) error {
+		if v.(string) != "" {
+			return errors.New("it is set by the broker at start-up")
+		}
+		return nil
+	},
+}
+
 // throttledReplicasValid is Kafka's ThrottledReplicaListValidator: "*" or
 // partition:broker pairs.
 var throttledReplicasValid = Custom{
