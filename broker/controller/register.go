@@ -18,7 +18,10 @@ type Registration struct {
 	BrokerID  int32
 	Endpoints []metadata.Endpoint
 	Rack      string
-	Now       time.Time
+	// HTTPEndpoint is the URL of the broker's admin HTTP server, written
+	// as qk_http_endpoint ("" writes nothing).
+	HTTPEndpoint string
+	Now          time.Time
 	// WaitForOldSession bounds the wait for an earlier session's node of
 	// the same id to go (0: fail at once, as Kafka does).
 	WaitForOldSession time.Duration
@@ -41,7 +44,7 @@ func Register(ctx context.Context, s metadata.Store, r Registration) (int64, err
 		lg = slog.New(slog.DiscardHandler)
 	}
 	data := metadata.MarshalBrokerRegistration(metadata.BrokerRegistration{
-		Endpoints: r.Endpoints, JMXPort: -1, Timestamp: r.Now.UnixMilli(), Rack: r.Rack,
+		Endpoints: r.Endpoints, JMXPort: -1, Timestamp: r.Now.UnixMilli(), Rack: r.Rack, HTTPEndpoint: r.HTTPEndpoint,
 	})
 	path := metadata.BrokerPath(r.BrokerID)
 	deadline := time.Now().Add(r.WaitForOldSession)

@@ -127,6 +127,28 @@ func TestBrokerRegistrationVersions(t *testing.T) {
 	}
 }
 
+func TestBrokerRegistrationHTTPEndpoint(t *testing.T) {
+	b := metadata.BrokerRegistration{
+		Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Host: "h", Port: 9092}},
+		JMXPort:   -1, Timestamp: 7, HTTPEndpoint: "http://127.0.0.1:9644",
+	}
+	data := metadata.MarshalBrokerRegistration(b)
+	require.JSONEq(t, `{"features":{},"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},
+		"endpoints":["PLAINTEXT://h:9092"],"jmx_port":-1,"port":9092,"host":"h",
+		"version":5,"timestamp":"7","qk_http_endpoint":"http://127.0.0.1:9644"}`, string(data))
+	got, err := metadata.UnmarshalBrokerRegistration(data)
+	require.NoError(t, err)
+	require.Equal(t, "http://127.0.0.1:9644", got.HTTPEndpoint)
+
+	// Without it (Kafka's own registrations, a qk broker with the HTTP
+	// server disabled): decoded as "", and not written.
+	got, err = metadata.UnmarshalBrokerRegistration([]byte(realBroker))
+	require.NoError(t, err)
+	require.Empty(t, got.HTTPEndpoint)
+	b.HTTPEndpoint = ""
+	require.NotContains(t, string(metadata.MarshalBrokerRegistration(b)), "qk_http_endpoint")
+}
+
 func TestBrokerRegistrationMarshal(t *testing.T) {
 	b := metadata.BrokerRegistration{
 		Endpoints: []metadata.Endpoint{

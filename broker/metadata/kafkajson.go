@@ -76,6 +76,11 @@ type BrokerRegistration struct {
 	Timestamp int64                   // registration time, ms since the epoch
 	Rack      string                  // "" without broker.rack
 	Features  map[string]FeatureRange // supported features (version 5)
+	// HTTPEndpoint is qk's extra top-level field qk_http_endpoint: the
+	// URL of the broker's admin HTTP server ("http://127.0.0.1:9644"),
+	// "" when it has none. Kafka's parsers ignore unknown fields, and a
+	// registration without it (Kafka's own) decodes with "".
+	HTTPEndpoint string
 }
 
 // brokerJSON is the wire form; fields in Kafka 3.0's order.
@@ -89,6 +94,7 @@ type brokerJSON struct {
 	Version                     *int                     `json:"version,omitempty"`
 	Timestamp                   flexInt64                `json:"timestamp"`
 	Rack                        *string                  `json:"rack,omitempty"`
+	HTTPEndpoint                string                   `json:"qk_http_endpoint,omitempty"`
 }
 
 // MarshalBrokerRegistration encodes b. Like Kafka, the top-level host and
@@ -108,7 +114,8 @@ func MarshalBrokerRegistration(b BrokerRegistration) []byte {
 			break
 		}
 	}
-	w := brokerJSON{JMXPort: &b.JMXPort, Port: &port, Host: host, Version: &version, Timestamp: flexInt64(b.Timestamp)}
+	w := brokerJSON{JMXPort: &b.JMXPort, Port: &port, Host: host, Version: &version, Timestamp: flexInt64(b.Timestamp),
+		HTTPEndpoint: b.HTTPEndpoint}
 	endpoints := make([]string, len(b.Endpoints))
 	for i, e := range b.Endpoints {
 		endpoints[i] = e.String()
@@ -149,7 +156,7 @@ func UnmarshalBrokerRegistration(data []byte) (BrokerRegistration, error) {
 	if w.Version == nil || *w.Version < 1 {
 		return bad("missing or unsupported version")
 	}
-	b := BrokerRegistration{Version: *w.Version, JMXPort: -1, Timestamp: int64(w.Timestamp)}
+	b := BrokerRegistration{Version: *w.Version, JMXPort: -1, Timestamp: int64(w.Timestamp), HTTPEndpoint: w.HTTPEndpoint}
 	if w.JMXPort != nil {
 		b.JMXPort = *w.JMXPort
 	}
