@@ -272,6 +272,9 @@ func (f *delayedFetch) read() {
 					first = false
 					remaining -= r.Length
 					f.bytes += r.Length
+					if replicaID < 0 {
+						fp.countOut = p // counted once sent (respond), not at each read
+					}
 				} else {
 					r.Release()
 				}
@@ -317,6 +320,13 @@ func (f *delayedFetch) respond() {
 			}
 		}
 		q.Record(f.h.now(), n)
+	}
+	for i := range f.resp.topics {
+		for j := range f.resp.topics[i].partitions {
+			if rp := &f.resp.topics[i].partitions[j]; rp.countOut != nil {
+				rp.countOut.CountBytesOut(rp.records.Length)
+			}
+		}
 	}
 	bp := bufPool.Get().(*[]byte)
 	var hdr [5]byte

@@ -3,6 +3,7 @@ package api
 import (
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/network"
+	"github.com/qk-project/qk/broker/replica"
 )
 
 // fetchResponse is a Fetch response whose record bytes are file regions
@@ -48,6 +49,9 @@ type fetchPartition struct {
 	// replication quota; its records are charged to the quota once sent.
 	// Not on the wire.
 	throttled bool
+	// countOut is the partition whose topic's BytesOut the records count
+	// in (a consumer's fetch), nil otherwise. Not on the wire.
+	countOut *replica.Partition
 }
 
 type abortedTxn struct {

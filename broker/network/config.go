@@ -68,6 +68,13 @@ type Config struct {
 	// Logger receives the package's log lines (component=network). Nil
 	// discards them.
 	Logger *slog.Logger
+	// OnComplete, if not nil, is called once per request when it is
+	// completed (Respond, NoResponse or CloseConnection), on the
+	// completing goroutine, with its API key and ReceivedAt: the broker's
+	// request rate and latency metrics. The time measured ends when the
+	// response is handed to the network layer, not when its last byte is
+	// written. It must be cheap and must not block.
+	OnComplete func(apiKey int16, receivedAt time.Time)
 }
 
 // withDefaults returns cfg with zero fields defaulted, or an error naming the

@@ -95,6 +95,10 @@ type processor struct {
 	closed        uint64
 	closedTotals  counters // counters of closed connections
 	writesBlocked atomic.Uint64
+	// idleNanos is the time the processor spent waiting for events
+	// (Kafka's NetworkProcessorAvgIdlePercent measures the same): one
+	// clock read per loop turn, added once per turn.
+	idleNanos atomic.Int64
 }
 
 type counters struct {
@@ -281,12 +285,14 @@ func (p *processor) run() {
 		p.nextIdle = p.now.Add(idleCheckInterval(idle))
 	}
 	for {
+		waitStart := time.Now()
 		n, err := p.wait(p.pollTimeout())
 		if err != nil && err != unix.EINTR {
 			p.lg.Error("epoll_wait failed; closing the processor's connections", "err", err)
 			return
 		}
 		p.now = time.Now()
+		p.idleNanos.Add(int64(p.now.Sub(waitStart)))
 		woken := false
 		for _, ev := range p.events[:max(n, 0)] {
 			if ev.Fd == int32(p.evfd) {

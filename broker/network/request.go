@@ -134,6 +134,9 @@ func (r *Request) complete(k completion, resp *Response) {
 		return
 	}
 	r.kind, r.resp = k, resp
+	if f := r.conn.p.srv.cfg.OnComplete; f != nil {
+		f(r.ApiKey, r.ReceivedAt)
+	}
 	r.conn.p.complete(r)
 }
 

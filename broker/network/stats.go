@@ -85,3 +85,32 @@ func (s *Server) Stats() Stats {
 	})
 	return st
 }
+
+// Load is what the broker's metrics read at every scrape: cheap, no
+// allocation, no per-connection work (Stats lists every connection).
+type Load struct {
+	// Processors is the number of processors (num.network.threads).
+	Processors int
+	// Idle is the time all processors together spent waiting for events
+	// since they started; divided by Processors × the wall time over an
+	// interval it is Kafka's NetworkProcessorAvgIdlePercent.
+	Idle time.Duration
+	// RequestQueueSize is the number of requests waiting for a handler.
+	RequestQueueSize int
+}
+
+// Load returns the processors' idle time and the request queue's length.
+// It may be called at any time from any goroutine.
+func (s *Server) Load() Load {
+	s.mu.Lock()
+	procs, q := s.procs, s.queue
+	s.mu.Unlock()
+	l := Load{Processors: len(procs)}
+	for _, p := range procs {
+		l.Idle += time.Duration(p.idleNanos.Load())
+	}
+	if q != nil {
+		l.RequestQueueSize = q.len()
+	}
+	return l
+}

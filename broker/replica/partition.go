@@ -18,6 +18,8 @@ type Partition struct {
 	topic string
 	index int32
 	log   *log.Log
+	// stats are the topic's traffic counters (Manager.TopicStats).
+	stats *TopicStats
 
 	mu          sync.RWMutex
 	topicID     [16]byte
@@ -221,6 +223,10 @@ func (p *Partition) appendAsLeader(batch []byte, requiredAcks int16, flushed fun
 	p.mu.RUnlock()
 	if err != nil {
 		return info, false, err
+	}
+	if !info.Duplicate {
+		p.stats.BytesIn.Add(uint64(len(batch)))
+		p.stats.MessagesIn.Add(uint64(info.NumRecords))
 	}
 	p.maybeIncrementHighWatermark()
 	return info, pending, nil

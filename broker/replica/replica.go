@@ -127,6 +127,11 @@ type Manager struct {
 	// Metadata for 10,000 partitions looks nothing up in the common case.
 	offline    map[log.TopicPartition]error
 	hasOffline atomic.Bool
+	// topicStats are the traffic counters of the topics hosted here,
+	// shared by their partitions.
+	topicStats map[string]*TopicStats
+	// isrShrinks and isrExpands count ISR changes the controller accepted.
+	isrShrinks, isrExpands atomic.Uint64
 
 	stop     chan struct{} // closed by Close: ends the ISR checks
 	stopOnce sync.Once
@@ -155,6 +160,7 @@ func New(cfg Config) *Manager {
 		lg:         cfg.Logger.With("component", "replica"),
 		partitions: map[log.TopicPartition]*Partition{},
 		offline:    map[log.TopicPartition]error{},
+		topicStats: map[string]*TopicStats{},
 		stop:       make(chan struct{}),
 	}
 	if cfg.AlterISR != nil {
@@ -274,7 +280,9 @@ func (m *Manager) ApplyLeaderAndISR(states []PartitionState) map[log.TopicPartit
 		m.mu.Lock()
 		p, ok := m.partitions[tp]
 		if !ok && err == nil {
-			p = &Partition{m: m, topic: st.Topic, index: st.Partition, log: logs[i], leaderEpoch: -1, leader: -1}
+			p = &Partition{m: m, topic: st.Topic, index: st.Partition, log: logs[i], leaderEpoch: -1, leader: -1,
+				stats: m.topicStatsLocked(st.Topic)}
+			p.stats.partitions++
 			m.partitions[tp] = p
 		}
 		if err != nil && !errors.Is(err, ErrInconsistentTopicID) {
@@ -350,7 +358,12 @@ func (m *Manager) StopReplica(topic string, partition int32, deleteLog bool) err
 		m.cfg.Fetchers.Remove(fetcher.TP{Topic: topic, Partition: partition})
 	}
 	m.mu.Lock()
-	_, ok := m.partitions[tp]
+	p, ok := m.partitions[tp]
+	if ok {
+		if p.stats.partitions--; p.stats.partitions == 0 {
+			delete(m.topicStats, topic)
+		}
+	}
 	delete(m.partitions, tp)
 	delete(m.offline, tp)
 	m.hasOffline.Store(len(m.offline) > 0)
