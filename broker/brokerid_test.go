@@ -145,7 +145,7 @@ func TestBrokerIDReservedMax(t *testing.T) {
 
 func loadConfig(t *testing.T, sets ...string) *config.Broker {
 	t.Helper()
-	cfg, _, err := config.Load(config.LoadOptions{Sets: append([]string{"listeners=PLAINTEXT://127.0.0.1:0"}, sets...)})
+	cfg, _, err := config.Load(config.LoadOptions{Sets: append([]string{"listeners=PLAINTEXT://127.0.0.1:0", "qk.http.listener=127.0.0.1:0"}, sets...)})
 	require.NoError(t, err)
 	return cfg
 }

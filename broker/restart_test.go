@@ -96,7 +96,7 @@ func TestMetaProperties(t *testing.T) {
 	require.Contains(t, string(props), "cluster.id="+cluster+"\n")
 	require.Contains(t, string(props), "version=0\n")
 
-	cfg, _, err := config.Load(config.LoadOptions{Sets: []string{"broker.id=1", "log.dirs=" + dir, "listeners=PLAINTEXT://127.0.0.1:0"}})
+	cfg, _, err := config.Load(config.LoadOptions{Sets: []string{"broker.id=1", "log.dirs=" + dir, "listeners=PLAINTEXT://127.0.0.1:0", "qk.http.listener=127.0.0.1:0"}})
 	require.NoError(t, err)
 	_, err = broker.New(cfg)
 	require.ErrorIs(t, err, broker.ErrMetaProperties)
@@ -118,7 +118,7 @@ func TestMetaProperties(t *testing.T) {
 // the first keeps working; after the first stops the dir can be used.
 func TestLogDirLocked(t *testing.T) {
 	b := brokertest.StartBroker(t)
-	cfg, _, err := config.Load(config.LoadOptions{Sets: []string{"log.dirs=" + b.Dir, "listeners=PLAINTEXT://127.0.0.1:0"}})
+	cfg, _, err := config.Load(config.LoadOptions{Sets: []string{"log.dirs=" + b.Dir, "listeners=PLAINTEXT://127.0.0.1:0", "qk.http.listener=127.0.0.1:0"}})
 	require.NoError(t, err)
 	_, err = broker.New(cfg)
 	require.ErrorIs(t, err, broker.ErrDirLocked)

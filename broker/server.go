@@ -24,6 +24,7 @@ import (
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/controller/channel"
 	"github.com/qk-project/qk/broker/group"
+	"github.com/qk-project/qk/broker/httpapi"
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/log/checkpoint"
 	"github.com/qk-project/qk/broker/metadata"
@@ -98,6 +99,11 @@ type Server struct {
 	// cluster have stopped, so a controlled shutdown has no broker to
 	// move leaderships to and would only retry until it gives up.
 	lastOfLocalCluster atomic.Bool
+	// http is the admin HTTP server (nil when qk.http.listener is empty).
+	http *httpapi.Server
+	// logsLoaded and closing feed /v1/health, which runs while Start and
+	// Close hold mu.
+	logsLoaded, closing atomic.Bool
 
 	// leaderQuota and followerQuota are the replication quotas
 	// (leader/follower.replication.throttled.rate), their bounds kept
@@ -425,6 +431,12 @@ func (s *Server) Start() (err error) {
 	for i, l := range cfg.Listeners {
 		ls[i] = network.Listener{Name: l.Name, Host: l.Host, Port: l.Port}
 	}
+	var onComplete func(int16, time.Time)
+	if cfg.HTTPListener != "" {
+		s.http = httpapi.New(httpapi.Config{Addr: cfg.HTTPListener, BrokerID: cfg.BrokerID, Health: s.healthReasons,
+			Now: s.now, Logger: s.lg})
+		onComplete = s.http.Metrics().RequestDone
+	}
 	s.net, err = network.New(network.Config{
 		Listeners:                ls,
 		NumNetworkThreads:        cfg.NumNetworkThreads,
@@ -435,8 +447,14 @@ func (s *Server) Start() (err error) {
 		SocketReceiveBufferBytes: cfg.SocketReceiveBufferBytes,
 		ConnectionsMaxIdle:       time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 		Logger:                   s.lg,
+		OnComplete:               onComplete,
 	}, network.HandlerFunc(s.Handle))
 	if err != nil {
+		return err
+	}
+	// Before the Kafka listeners: startHTTP changes s.static, which
+	// request handling reads.
+	if err := s.startHTTP(); err != nil {
 		return err
 	}
 	if err := s.net.Start(); err != nil {
@@ -463,6 +481,7 @@ func (s *Server) Start() (err error) {
 	if err != nil {
 		return fmt.Errorf("broker: open logs: %w", err)
 	}
+	s.logsLoaded.Store(true)
 	window := time.Duration(cfg.ReplicationQuotaWindowSizeSeconds) * time.Second
 	s.leaderQuota = quota.New(cfg.LeaderReplicationThrottledRate, cfg.ReplicationQuotaWindowNum, window)
 	s.followerQuota = quota.New(cfg.FollowerReplicationThrottledRate, cfg.ReplicationQuotaWindowNum, window)
@@ -552,6 +571,10 @@ func (s *Server) Start() (err error) {
 		// The listener the controller reaches this broker on.
 		InterBrokerListener: cfg.InterBrokerListenerName,
 	})
+	if s.http != nil {
+		s.http.SetState(&httpapi.State{Replicas: s.replicas, Cache: s.cache, Controller: s.ctrl, Network: s.net,
+			Fetches: s.fetches, Produces: s.produces})
+	}
 	if err := s.cache.Start(ctx); err != nil {
 		return fmt.Errorf("broker: load metadata: %w", err)
 	}
@@ -561,6 +584,7 @@ func (s *Server) Start() (err error) {
 	}
 	s.registration = controller.Registration{
 		BrokerID: cfg.BrokerID, Endpoints: endpoints, Rack: cfg.BrokerRack, Now: s.now(),
+		HTTPEndpoint: s.httpEndpoint(),
 		// A broker restarted faster than its old session expired finds
 		// its node still there: wait for that session (at most one
 		// session timeout, as ours, plus a margin) instead of failing.
@@ -832,6 +856,7 @@ func (s *Server) Close(ctx context.Context) error {
 
 func (s *Server) shutdown(ctx context.Context) error {
 	s.closed = true
+	s.closing.Store(true)
 	var errs []error
 	if s.ready.Load() {
 		// Before anything stops: the controller moves this broker's
@@ -862,6 +887,13 @@ func (s *Server) shutdown(ctx context.Context) error {
 		}
 	}
 	s.ready.Store(false)
+	if s.http != nil {
+		// After the network: the last scrapes still see the broker
+		// serving; before the parts they read are closed.
+		if err := s.http.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("broker: admin http: %w", err))
+		}
+	}
 	if s.fetchers != nil {
 		s.fetchers.Close()
 	}
@@ -887,4 +919,66 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.locks = nil
 	s.lg.Info("broker stopped")
 	return errors.Join(errs...)
+}
+
+// startHTTP binds the admin HTTP server (qk.http.listener), before the
+// logs load so that /v1/health answers during start-up, and records the
+// address as qk.http.advertised.listener: the bound one, with the host of
+// the first advertised listener (else the host name) when it binds every
+// interface, as 0.0.0.0 or [::] reach nobody.
+func (s *Server) startHTTP() error {
+	if s.http == nil {
+		return nil
+	}
+	if err := s.http.Start(); err != nil {
+		s.http = nil // nothing to close
+		return fmt.Errorf("broker: admin http server: qk.http.listener=%s: %w", s.static.HTTPListener, err)
+	}
+	a := s.http.Addr()
+	host := a.IP.String()
+	if a.IP.IsUnspecified() {
+		if ls := s.static.AdvertisedListeners; len(ls) > 0 && ls[0].Host != "" {
+			host = ls[0].Host
+		} else if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	s.static = s.static.WithHTTPAdvertisedListener(net.JoinHostPort(host, strconv.Itoa(a.Port)))
+	s.cfg.Store(s.static)
+	return nil
+}
+
+// HTTPAddr is the bound address of the admin HTTP server, nil when it is
+// disabled or not started.
+func (s *Server) HTTPAddr() *net.TCPAddr {
+	if s.http == nil {
+		return nil
+	}
+	return s.http.Addr()
+}
+
+// httpEndpoint is the URL registered as qk_http_endpoint ("" when the
+// server is disabled).
+func (s *Server) httpEndpoint() string {
+	if a := s.static.HTTPAdvertisedListener; a != "" {
+		return "http://" + a
+	}
+	return ""
+}
+
+// healthReasons says why the broker does not serve yet, for /v1/health
+// (which adds "no controller known" from the metadata). Only atomics: it
+// runs while Start or Close hold mu.
+func (s *Server) healthReasons() []string {
+	switch {
+	case s.closing.Load():
+		return []string{"shutting down"}
+	case !s.logsLoaded.Load():
+		return []string{"loading logs"}
+	case !s.registered.Load():
+		return []string{"not registered in the metadata store"}
+	case !s.ready.Load():
+		return []string{"waiting for metadata from the controller"}
+	}
+	return nil
 }

@@ -157,6 +157,9 @@ func (b *broker) spawn() error {
 	args := append([]string{"broker", "start",
 		"--set", "listeners=PLAINTEXT://" + b.addr,
 		"--set", "log.dirs=" + b.dataDir,
+		// An ephemeral admin HTTP port: tests start many brokers at
+		// once (inNetns sets its own, later, which wins).
+		"--set", "qk.http.listener=127.0.0.1:0",
 	}, b.args...)
 	cmd := exec.Command(qkBin, args...)
 	if b.nofile > 0 {

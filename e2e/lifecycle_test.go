@@ -44,7 +44,7 @@ func TestDataDirInUse(t *testing.T) {
 	a := startBroker(t)
 	addr := freeAddr(t)
 	cmd := exec.CommandContext(ctxFor(t, readyTimeout), qkBin, "broker", "start",
-		"--set", "listeners=PLAINTEXT://"+addr, "--set", "log.dirs="+a.dataDir)
+		"--set", "listeners=PLAINTEXT://"+addr, "--set", "log.dirs="+a.dataDir, "--set", "qk.http.listener=127.0.0.1:0")
 	cmd.Env = childEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 5 * time.Second

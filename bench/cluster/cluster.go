@@ -113,6 +113,7 @@ func brokerArgs(zkConnect string, id int32, addr, dataDir string, session int) [
 		"--set", "log.dirs=" + dataDir,
 		"--set", "zookeeper.session.timeout.ms=" + strconv.Itoa(session),
 		"--set", "log.segment.delete.delay.ms=0",
+		"--set", "qk.http.listener=127.0.0.1:0", // three brokers on one host
 	}
 }
 

@@ -76,7 +76,7 @@ func TestAssignment(t *testing.T) {
 func TestBrokerArgs(t *testing.T) {
 	got := strings.Join(brokerArgs("127.0.0.1:2181/bench", 2, "127.0.0.1:9094", "/d", 18000), " ")
 	require.Equal(t, "broker start --zookeeper 127.0.0.1:2181/bench --set broker.id=2 --set listeners=PLAINTEXT://127.0.0.1:9094 "+
-		"--set log.dirs=/d --set zookeeper.session.timeout.ms=18000 --set log.segment.delete.delay.ms=0", got)
+		"--set log.dirs=/d --set zookeeper.session.timeout.ms=18000 --set log.segment.delete.delay.ms=0 --set qk.http.listener=127.0.0.1:0", got)
 }
 
 func TestPerfArgs(t *testing.T) {

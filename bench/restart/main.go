@@ -80,7 +80,7 @@ type broker struct {
 }
 
 func (b *broker) start() error {
-	b.cmd = exec.Command(b.qk, append([]string{"broker", "start", "--set", "listeners=PLAINTEXT://" + b.addr,
+	b.cmd = exec.Command(b.qk, append([]string{"broker", "start", "--set", "listeners=PLAINTEXT://" + b.addr, "--set", "qk.http.listener=127.0.0.1:0",
 		"--set", "log.dirs=" + filepath.Join(b.dir, "data")}, sets...)...)
 	logf, err := os.OpenFile(filepath.Join(b.dir, "broker.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

@@ -38,6 +38,7 @@ func startQK(ctx context.Context, qk string, sets []string) (*benchproc.Proc, er
 		"--set", "log.dirs=" + filepath.Join(dir, "data"),
 		"--set", "log.segment.delete.delay.ms=0",
 		"--set", "group.initial.rebalance.delay.ms=0",
+		"--set", "qk.http.listener=127.0.0.1:0", // never collide on 9644
 	}
 	for _, s := range sets {
 		args = append(args, "--set", s)

@@ -110,6 +110,10 @@ func (b *Broker) config(port int) *config.Broker {
 		"log.dirs=" + b.Dir,
 		"num.network.threads=2",
 		"num.io.threads=4",
+		// Many brokers share the machine (several per test, tests in
+		// parallel packages): an ephemeral admin HTTP port each
+		// (Server.HTTPAddr), never the default 9644.
+		"qk.http.listener=127.0.0.1:0",
 	}, b.opts.sets...)
 	cfg, _, err := config.Load(config.LoadOptions{Sets: sets})
 	if err != nil {

@@ -82,7 +82,7 @@ func TestBrokerStartStop(t *testing.T) {
 	var stderr syncBuffer
 	root := newRootCmd(&bytes.Buffer{}, &stderr)
 	root.SetArgs([]string{"broker", "start", "--log-format", "json",
-		"--set", "listeners=PLAINTEXT://" + addr, "--set", "log.dirs=" + dir})
+		"--set", "listeners=PLAINTEXT://" + addr, "--set", "log.dirs=" + dir, "--set", "qk.http.listener=127.0.0.1:0"})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
