@@ -114,12 +114,7 @@ func (p *Partition) onISRUpdate(leaderEpoch int32, r ISRUpdateResult) {
 	}
 	adopt := r.LeaderEpoch == leaderEpoch && r.ISR != nil && r.PartitionEpoch >= p.partitionEpoch
 	if adopt {
-		switch {
-		case len(r.ISR) < len(p.isr):
-			p.m.isrShrinks.Add(1)
-		case len(r.ISR) > len(p.isr):
-			p.m.isrExpands.Add(1)
-		}
+		p.m.countISRChange(len(p.isr), len(r.ISR))
 		p.isr, p.partitionEpoch = slices.Clone(r.ISR), r.PartitionEpoch
 	}
 	p.mu.Unlock()

@@ -110,6 +110,13 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 	p.leader = st.Leader
 	p.leaderEpoch = st.LeaderEpoch
 	p.replicas = slices.Clone(st.Replicas)
+	if wasLeader && st.Leader == p.m.cfg.BrokerID {
+		// The controller changed the ISR of a partition led here (a
+		// controlled shutdown of a follower, a reassignment): counted as
+		// the leader's own changes are (onISRUpdate); the same ISR
+		// arriving both ways changes nothing the second time.
+		p.m.countISRChange(len(p.isr), len(st.ISR))
+	}
 	p.isr = slices.Clone(st.ISR)
 	p.partitionEpoch = st.PartitionEpoch
 	p.setConfigLocked(st.Config)

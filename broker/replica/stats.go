@@ -21,8 +21,10 @@ type TopicStats struct {
 	partitions int // hosted partitions of the topic; guarded by Manager.mu
 }
 
-// ISRChanges counts the ISR changes this broker made as leader and the
-// controller accepted (Kafka's IsrShrinksPerSec and IsrExpandsPerSec).
+// ISRChanges counts the ISR changes of partitions led here (Kafka's
+// IsrShrinksPerSec and IsrExpandsPerSec): those this broker asked for and
+// the controller accepted, and those the controller made (a follower's
+// controlled shutdown).
 type ISRChanges struct {
 	Shrinks, Expands uint64
 }
@@ -44,6 +46,17 @@ func (m *Manager) TopicStats() map[string]*TopicStats {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return maps.Clone(m.topicStats)
+}
+
+// countISRChange counts an ISR of a partition led here going from
+// before to after members.
+func (m *Manager) countISRChange(before, after int) {
+	switch {
+	case after < before:
+		m.isrShrinks.Add(1)
+	case after > before:
+		m.isrExpands.Add(1)
+	}
 }
 
 // ISRChanges returns the ISR shrinks and expands so far.
