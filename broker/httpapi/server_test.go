@@ -61,3 +61,16 @@ func TestRequestDone(t *testing.T) {
 }
 
 func testNow() time.Time { return time.Now() }
+
+// BenchmarkRequestDone is the cost the metrics add to every request (the
+// network layer's OnComplete): an atomic load, a counter add, a clock
+// read and a histogram observation.
+func BenchmarkRequestDone(b *testing.B) {
+	m := New(Config{}).Metrics()
+	received := time.Now()
+	m.RequestDone(0, received)
+	b.ReportAllocs()
+	for b.Loop() {
+		m.RequestDone(0, received)
+	}
+}

@@ -95,10 +95,14 @@ type processor struct {
 	closed        uint64
 	closedTotals  counters // counters of closed connections
 	writesBlocked atomic.Uint64
-	// idleNanos is the time the processor spent waiting for events
-	// (Kafka's NetworkProcessorAvgIdlePercent measures the same): one
-	// clock read per loop turn, added once per turn.
+	// idleNanos is the time the processor spent parked waiting for events
+	// (what Kafka's NetworkProcessorAvgIdlePercent measures). The clock is
+	// read only when epollNow finds nothing and the goroutine parks
+	// (parkedAt, owned by the processor goroutine): a busy processor,
+	// which never parks, pays nothing for it; the zero-timeout polls of a
+	// busy loop count as busy.
 	idleNanos atomic.Int64
+	parkedAt  time.Time
 }
 
 type counters struct {
@@ -207,7 +211,11 @@ func (p *processor) epollNow(uintptr) bool {
 		p.pollN, p.pollErr = 0, nil
 		return true // look again on the next turn
 	}
-	return p.pollN != 0 || p.pollErr != nil
+	ready := p.pollN != 0 || p.pollErr != nil
+	if !ready && p.parkedAt.IsZero() {
+		p.parkedAt = time.Now() // idle from here until run wakes up
+	}
+	return ready
 }
 
 // signalLocked wakes the processor; p.mu must be held, so the eventfd is
@@ -285,14 +293,16 @@ func (p *processor) run() {
 		p.nextIdle = p.now.Add(idleCheckInterval(idle))
 	}
 	for {
-		waitStart := time.Now()
 		n, err := p.wait(p.pollTimeout())
 		if err != nil && err != unix.EINTR {
 			p.lg.Error("epoll_wait failed; closing the processor's connections", "err", err)
 			return
 		}
 		p.now = time.Now()
-		p.idleNanos.Add(int64(p.now.Sub(waitStart)))
+		if !p.parkedAt.IsZero() {
+			p.idleNanos.Add(int64(p.now.Sub(p.parkedAt)))
+			p.parkedAt = time.Time{}
+		}
 		woken := false
 		for _, ev := range p.events[:max(n, 0)] {
 			if ev.Fd == int32(p.evfd) {
