@@ -4,6 +4,8 @@ package httpapi_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -47,4 +49,37 @@ func benchProduce(b *testing.B, listener string) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkScrape serves /metrics and /v1/partitions of a broker hosting
+// 1,000 partitions, in process (the listener and curl excluded).
+func BenchmarkScrape(b *testing.B) {
+	br := brokertest.StartBroker(b)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1000, 1, nil, "big"); err != nil {
+		b.Fatal(err)
+	}
+	for len(br.Replicas().Partitions()) < 1000 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, path := range []string{"/metrics", "/v1/partitions"} {
+		b.Run("path="+path, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := http.Get("http://" + br.HTTPAddr().String() + path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				b.SetBytes(n)
+			}
+		})
+	}
 }
