@@ -95,14 +95,18 @@ type processor struct {
 	closed        uint64
 	closedTotals  counters // counters of closed connections
 	writesBlocked atomic.Uint64
-	// idleNanos is the time the processor spent parked waiting for events
-	// (what Kafka's NetworkProcessorAvgIdlePercent measures). The clock is
-	// read only when epollNow finds nothing and the goroutine parks
-	// (parkedAt, owned by the processor goroutine): a busy processor,
-	// which never parks, pays nothing for it; the zero-timeout polls of a
-	// busy loop count as busy.
-	idleNanos atomic.Int64
-	parkedAt  time.Time
+	// idle is the time the processor spent parked waiting for events
+	// (what Kafka's NetworkProcessorAvgIdlePercent measures), parkedAt
+	// when the current park began (zero when running), both guarded by
+	// idleMu so that Load counts a park in progress. The clock is read
+	// and idleMu taken only when epollNow finds nothing and the goroutine
+	// parks (parked, owned by the processor goroutine): a busy processor,
+	// which never parks, pays nothing; the zero-timeout polls of a busy
+	// loop count as busy.
+	idleMu   sync.Mutex
+	idle     time.Duration
+	parkedAt time.Time
+	parked   bool
 }
 
 type counters struct {
@@ -212,8 +216,11 @@ func (p *processor) epollNow(uintptr) bool {
 		return true // look again on the next turn
 	}
 	ready := p.pollN != 0 || p.pollErr != nil
-	if !ready && p.parkedAt.IsZero() {
-		p.parkedAt = time.Now() // idle from here until run wakes up
+	if !ready && !p.parked {
+		p.parked = true // idle from here until run wakes up
+		p.idleMu.Lock()
+		p.parkedAt = time.Now()
+		p.idleMu.Unlock()
 	}
 	return ready
 }
@@ -299,9 +306,12 @@ func (p *processor) run() {
 			return
 		}
 		p.now = time.Now()
-		if !p.parkedAt.IsZero() {
-			p.idleNanos.Add(int64(p.now.Sub(p.parkedAt)))
+		if p.parked {
+			p.parked = false
+			p.idleMu.Lock()
+			p.idle += p.now.Sub(p.parkedAt)
 			p.parkedAt = time.Time{}
+			p.idleMu.Unlock()
 		}
 		woken := false
 		for _, ev := range p.events[:max(n, 0)] {

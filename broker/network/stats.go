@@ -106,8 +106,14 @@ func (s *Server) Load() Load {
 	procs, q := s.procs, s.queue
 	s.mu.Unlock()
 	l := Load{Processors: len(procs)}
+	now := time.Now()
 	for _, p := range procs {
-		l.Idle += time.Duration(p.idleNanos.Load())
+		p.idleMu.Lock()
+		l.Idle += p.idle
+		if !p.parkedAt.IsZero() {
+			l.Idle += now.Sub(p.parkedAt)
+		}
+		p.idleMu.Unlock()
 	}
 	if q != nil {
 		l.RequestQueueSize = q.len()
