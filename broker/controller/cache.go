@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/metadata"
+	"github.com/qk-project/qk/broker/security/scram"
 )
 
 // Broker is a live (registered) broker.
@@ -68,6 +69,11 @@ type Snapshot struct {
 	// ("0") or metadata.DefaultEntity for the cluster-wide default.
 	BrokerConfigs map[string]map[string]string
 
+	// scram holds the users' SCRAM credentials from /config/users/<user>,
+	// by user name (desanitized) and mechanism; read with
+	// ScramCredential.
+	scram map[string]map[scram.Mechanism]scram.Credential
+
 	topicIDs        map[[16]byte]string
 	configCVersion  int32
 	brokerCfgLoaded bool
@@ -88,6 +94,18 @@ func (s *Snapshot) TopicByID(id [16]byte) (*Topic, bool) {
 	}
 	return s.Topics[name], true
 }
+
+// ScramCredential returns the user's stored credential for a mechanism,
+// for the SASL/SCRAM authenticator; it follows /config/changes, so an
+// AlterUserScramCredentials on any broker shows here within a watch's
+// round trip.
+func (s *Snapshot) ScramCredential(user string, m scram.Mechanism) (scram.Credential, bool) {
+	c, ok := s.scram[user][m]
+	return c, ok
+}
+
+// ScramUsers returns the users with at least one SCRAM credential, sorted.
+func (s *Snapshot) ScramUsers() []string { return slices.Sorted(maps.Keys(s.scram)) }
 
 // BrokerIDs returns the live brokers' ids, ascending.
 func (s *Snapshot) BrokerIDs() []int32 { return slices.Sorted(maps.Keys(s.Brokers)) }
@@ -376,7 +394,51 @@ func (c *Cache) read(ctx context.Context, old *Snapshot) (*Snapshot, error) {
 		}
 		s.BrokerConfigs[e] = cfg
 	}
+	if s.scram, err = c.readScram(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// readScram reads every user's SCRAM credentials. A user node whose name
+// or credential is not in Kafka's format is skipped with a warning: one
+// bad node must not keep the cache from following the others.
+func (c *Cache) readScram(ctx context.Context) (map[string]map[scram.Mechanism]scram.Credential, error) {
+	out := map[string]map[scram.Mechanism]scram.Credential{}
+	users, _, err := c.store.Children(ctx, "/config/"+metadata.ConfigUsers)
+	if errors.Is(err, metadata.ErrNoNode) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range users {
+		cfg, err := metadata.ReadEntityConfig(ctx, c.store, metadata.ConfigUsers, u)
+		if err != nil {
+			return nil, err
+		}
+		name, err := scram.Desanitize(u)
+		if err != nil {
+			c.lg.Warn("skipped user config", "user", u, "err", err)
+			continue
+		}
+		for _, m := range scram.Mechanisms {
+			v, ok := cfg[m.String()]
+			if !ok {
+				continue
+			}
+			cred, err := scram.Parse(v)
+			if err != nil {
+				c.lg.Warn("skipped scram credential", "user", name, "mechanism", m.String(), "err", err)
+				continue
+			}
+			if out[name] == nil {
+				out[name] = map[scram.Mechanism]scram.Credential{}
+			}
+			out[name][m] = cred
+		}
+	}
+	return out, nil
 }
 
 // ApplyUpdateMetadata applies the controller's UpdateMetadata (any
