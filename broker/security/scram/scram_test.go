@@ -124,3 +124,24 @@ func TestSanitize(t *testing.T) {
 	_, err = Desanitize("a%4")
 	require.Error(t, err)
 }
+
+// TestKnownCredentialStrings: credential strings in Kafka's format from
+// an independent generator's tests (password "admin-secret", 4096
+// iterations), one per mechanism, must come out byte for byte.
+func TestKnownCredentialStrings(t *testing.T) {
+	for _, tc := range []struct {
+		m    Mechanism
+		salt string
+		want string
+	}{
+		{SHA256, "2z6zo9xma93c5art4afp5tubr", "salt=Mno2em85eG1hOTNjNWFydDRhZnA1dHVicg==,stored_key=S/mR1wYGMoSUC7Av4Kqbuiit96ZTeXGsfZuR7cUfbxM=,server_key=Ap6C1LoBF0qOOvYulwH5f3oog1VlsxF4fosugF+lTVQ=,iterations=4096"},
+		{SHA512, "ejkufgc04s6u1n5fkqzhl2ypy", "salt=ZWprdWZnYzA0czZ1MW41ZmtxemhsMnlweQ==,stored_key=SKtYXmLy0BEeLkj1aiunNFMw6ZlBA16DcJY5SpJ0WDJafANNp4QP+XDgZmkCwO7vhzxbK5FxgCa8lKfNRF0TBw==,server_key=JxzpmkDoCqp5lIpzAH+Djt2gxgG4dQw1Ox2Vkf/awx7PWk19JCimZGbKnPyOedd+aHCH0Xsv0gjXC6UM7LbElg==,iterations=4096"},
+	} {
+		c, err := tc.m.FromPassword("admin-secret", []byte(tc.salt), 4096)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, c.String(), tc.m.String())
+		parsed, err := Parse(tc.want)
+		require.NoError(t, err)
+		require.Equal(t, c, parsed)
+	}
+}
