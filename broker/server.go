@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -398,6 +399,40 @@ func (s *Server) Handle(r *network.Request) {
 
 // fromController: a controller's connection (api.Handler.FromController,
 // decided before the handler exists).
+// connLimit maps a Kafka connection limit to network.Config's: Kafka's
+// default Int.MaxValue is no limit (0), and Kafka's 0 is NoConnections.
+func connLimit(v int) int {
+	switch {
+	case v >= math.MaxInt32:
+		return 0
+	case v == 0:
+		return network.NoConnections
+	}
+	return v
+}
+
+// creationRate maps max.connection.creation.rate: Int.MaxValue is no limit
+// (0). Kafka's 0 throttles every connection for the whole window (its
+// bounded throttle time); a tiny rate does the same here.
+func creationRate(v int) float64 {
+	switch {
+	case v >= math.MaxInt32:
+		return 0
+	case v == 0:
+		return 1e-9
+	}
+	return float64(v)
+}
+
+// readTimeout maps qk.socket.request.read.timeout.ms: ≤ 0 disables it
+// (network.Config's negative).
+func readTimeout(ms int64) time.Duration {
+	if ms <= 0 {
+		return -1
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
 func (s *Server) fromController(r *network.Request) bool {
 	return api.IsControllerConn(r, s.static.InterBrokerListenerName)
 }
@@ -438,16 +473,22 @@ func (s *Server) Start() (err error) {
 		onComplete = s.http.Metrics().RequestDone
 	}
 	s.net, err = network.New(network.Config{
-		Listeners:                ls,
-		NumNetworkThreads:        cfg.NumNetworkThreads,
-		NumIOThreads:             cfg.NumIOThreads,
-		QueuedMaxRequests:        cfg.QueuedMaxRequests,
-		SocketRequestMaxBytes:    int32(cfg.SocketRequestMaxBytes),
-		SocketSendBufferBytes:    cfg.SocketSendBufferBytes,
-		SocketReceiveBufferBytes: cfg.SocketReceiveBufferBytes,
-		ConnectionsMaxIdle:       time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
-		Logger:                   s.lg,
-		OnComplete:               onComplete,
+		Listeners:                    ls,
+		NumNetworkThreads:            cfg.NumNetworkThreads,
+		NumIOThreads:                 cfg.NumIOThreads,
+		QueuedMaxRequests:            cfg.QueuedMaxRequests,
+		SocketRequestMaxBytes:        int32(cfg.SocketRequestMaxBytes),
+		SocketSendBufferBytes:        cfg.SocketSendBufferBytes,
+		SocketReceiveBufferBytes:     cfg.SocketReceiveBufferBytes,
+		ConnectionsMaxIdle:           time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		MaxConnections:               connLimit(cfg.MaxConnections),
+		MaxConnectionsPerIP:          connLimit(cfg.MaxConnectionsPerIP),
+		MaxConnectionsPerIPOverrides: cfg.MaxConnectionsPerIPOverrides,
+		MaxConnectionCreationRate:    creationRate(cfg.MaxConnectionCreationRate),
+		QueuedMaxRequestBytes:        cfg.QueuedMaxRequestBytes,
+		RequestReadTimeout:           readTimeout(cfg.SocketRequestReadTimeoutMs),
+		Logger:                       s.lg,
+		OnComplete:                   onComplete,
 	}, network.HandlerFunc(s.Handle))
 	if err != nil {
 		return err

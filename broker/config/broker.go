@@ -34,17 +34,23 @@ type Broker struct {
 	// listener named after security.inter.broker.protocol.
 	InterBrokerListenerName string
 
-	NumNetworkThreads                    int   `config:"num.network.threads"`
-	NumIOThreads                         int   `config:"num.io.threads"`
-	BackgroundThreads                    int   `config:"background.threads"`
-	QueuedMaxRequests                    int   `config:"queued.max.requests"`
-	SocketRequestMaxBytes                int   `config:"socket.request.max.bytes"`
-	SocketSendBufferBytes                int   `config:"socket.send.buffer.bytes"`
-	SocketReceiveBufferBytes             int   `config:"socket.receive.buffer.bytes"`
-	SocketListenBacklogSize              int   `config:"socket.listen.backlog.size"`
-	ConnectionsMaxIdleMs                 int64 `config:"connections.max.idle.ms"`
-	MaxConnections                       int   `config:"max.connections"`
-	MaxConnectionsPerIP                  int   `config:"max.connections.per.ip"`
+	NumNetworkThreads        int   `config:"num.network.threads"`
+	NumIOThreads             int   `config:"num.io.threads"`
+	BackgroundThreads        int   `config:"background.threads"`
+	QueuedMaxRequests        int   `config:"queued.max.requests"`
+	SocketRequestMaxBytes    int   `config:"socket.request.max.bytes"`
+	SocketSendBufferBytes    int   `config:"socket.send.buffer.bytes"`
+	SocketReceiveBufferBytes int   `config:"socket.receive.buffer.bytes"`
+	SocketListenBacklogSize  int   `config:"socket.listen.backlog.size"`
+	ConnectionsMaxIdleMs     int64 `config:"connections.max.idle.ms"`
+	MaxConnections           int   `config:"max.connections"`
+	MaxConnectionsPerIP      int   `config:"max.connections.per.ip"`
+	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides,
+	// parsed: host to limit.
+	MaxConnectionsPerIPOverrides         map[string]int
+	MaxConnectionCreationRate            int   `config:"max.connection.creation.rate"`
+	QueuedMaxRequestBytes                int64 `config:"queued.max.request.bytes"`
+	SocketRequestReadTimeoutMs           int64 `config:"qk.socket.request.read.timeout.ms"`
 	MessageMaxBytes                      int   `config:"message.max.bytes"`
 	FetchMaxBytes                        int   `config:"fetch.max.bytes"`
 	MaxIncrementalFetchSessions          int   `config:"max.incremental.fetch.session.cache.slots"`
@@ -302,6 +308,16 @@ func (b *Broker) resolve() error {
 
 	if err := b.resolveListeners(); err != nil {
 		return err
+	}
+
+	if v, ok := b.eff["max.connections.per.ip.overrides"]; ok {
+		b.MaxConnectionsPerIPOverrides, _ = ParsePerIPOverrides(v.Raw)
+	}
+	if b.MaxConnectionsPerIP == 0 && len(b.MaxConnectionsPerIPOverrides) == 0 {
+		// KafkaConfig: "max.connections.per.ip is set to be 0 but
+		// max.connections.per.ip.overrides is empty".
+		return b.valueErr("max.connections.per.ip", "0 with max.connections.per.ip.overrides empty",
+			"a positive limit, or overrides naming the hosts allowed")
 	}
 
 	if b.ZookeeperConnect != "" {

@@ -327,6 +327,10 @@ func TestValidationErrors(t *testing.T) {
 		{[]string{"broker.id=10", "reserved.broker.max.id=9"}, "config: broker.id=10 (from --set): above reserved.broker.max.id=9; want -1 (generate one) or at most reserved.broker.max.id, so it cannot clash with a generated id"},
 		{[]string{"broker.id=-1", "broker.id.generation.enable=false"}, "config: broker.id=-1 (from --set): -1 asks for a generated id, but broker.id.generation.enable=false; want an integer ≥ 0, or broker.id.generation.enable=true"},
 		{[]string{"log.cleaner.dedupe.buffer.size=1048576"}, "config: log.cleaner.dedupe.buffer.size=1048576 (from --set): at most 1 MiB for each of log.cleaner.threads=1; want more than 1 MiB per cleaner thread"},
+		{[]string{"max.connections.per.ip=0"}, "config: max.connections.per.ip=0 (from --set): 0 with max.connections.per.ip.overrides empty; want a positive limit, or overrides naming the hosts allowed"},
+		{[]string{"max.connections.per.ip.overrides=h1:5,h2"}, `config: max.connections.per.ip.overrides=h1:5,h2 (from --set): malformed key-value pair "h2"; want comma-separated host:count pairs with count ≥ 0, or empty`},
+		{[]string{"max.connections.per.ip.overrides=h1:-1"}, `config: max.connections.per.ip.overrides=h1:-1 (from --set): host h1: count "-1" is not an integer ≥ 0; want comma-separated host:count pairs with count ≥ 0, or empty`},
+		{[]string{"max.connections.per.ip.overrides=:3"}, `config: max.connections.per.ip.overrides=:3 (from --set): malformed key-value pair ":3": no host; want comma-separated host:count pairs with count ≥ 0, or empty`},
 		// --set syntax.
 		{[]string{"novalue"}, `config: --set "novalue": want key=value`},
 		{[]string{"=1"}, `config: --set "=1": want key=value`},
@@ -493,3 +497,18 @@ func jitter(b *Broker) any    { return b.LogRollJitterMs }
 func flush(b *Broker) any     { return b.LogFlushIntervalMs }
 func zkConn(b *Broker) any    { return b.ZookeeperConnectionTimeoutMs }
 func dirs(b *Broker) any      { return b.LogDirs }
+
+// TestPerIPOverrides: max.connections.per.ip.overrides parses as Kafka's
+// Csv.parseCsvMap (last colon, trimmed, so IPv6 addresses work), and
+// max.connections.per.ip=0 is allowed with overrides.
+func TestPerIPOverrides(t *testing.T) {
+	b := load(t, LoadOptions{Sets: []string{"max.connections.per.ip=0",
+		"max.connections.per.ip.overrides= 127.0.0.1:2 , ::1:3,broker-a:0"}})
+	require.Equal(t, map[string]int{"127.0.0.1": 2, "::1": 3, "broker-a": 0}, b.MaxConnectionsPerIPOverrides)
+	require.Equal(t, 0, b.MaxConnectionsPerIP)
+	d := load(t, LoadOptions{})
+	require.Empty(t, d.MaxConnectionsPerIPOverrides)
+	require.Equal(t, int64(-1), d.QueuedMaxRequestBytes)
+	require.Equal(t, int64(60000), d.SocketRequestReadTimeoutMs)
+	require.Equal(t, math.MaxInt32, d.MaxConnectionCreationRate)
+}

@@ -108,7 +108,7 @@ var resolvedOnly = map[string]bool{
 	"log.dirs": true, "log.dir": true, "log.roll.ms": true, "log.roll.hours": true,
 	"log.roll.jitter.ms": true, "log.roll.jitter.hours": true, "log.retention.ms": true,
 	"log.retention.minutes": true, "log.retention.hours": true, "log.flush.interval.ms": true,
-	"zookeeper.connection.timeout.ms": true,
+	"zookeeper.connection.timeout.ms": true, "max.connections.per.ip.overrides": true,
 }
 
 func TestStructTags(t *testing.T) {

@@ -326,3 +326,40 @@ func splitHostPort(s string) (host string, port int, err error) {
 	}
 	return host, n, nil
 }
+
+// perIPOverridesValid is Kafka's parsing of max.connections.per.ip.overrides
+// (KafkaConfig.getMap, then toInt): comma-separated host:count pairs.
+var perIPOverridesValid = Custom{
+	Desc: "comma-separated host:count pairs with count ≥ 0, or empty",
+	Check: func(v any) error {
+		_, err := ParsePerIPOverrides(v.(string))
+		return err
+	},
+}
+
+// ParsePerIPOverrides parses max.connections.per.ip.overrides as Kafka
+// does (Csv.parseCsvMap): entries split on commas, each split on its last
+// colon (so an IPv6 address keeps its colons), both sides trimmed; the
+// count must be an int ≥ 0.
+func ParsePerIPOverrides(s string) (map[string]int, error) {
+	out := map[string]int{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, e := range strings.Split(s, ",") {
+		i := strings.LastIndexByte(e, ':')
+		if i < 0 {
+			return nil, fmt.Errorf("malformed key-value pair %q", strings.TrimSpace(e))
+		}
+		host, count := strings.TrimSpace(e[:i]), strings.TrimSpace(e[i+1:])
+		if host == "" {
+			return nil, fmt.Errorf("malformed key-value pair %q: no host", strings.TrimSpace(e))
+		}
+		n, err := strconv.ParseInt(count, 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("host %s: count %q is not an integer ≥ 0", host, count)
+		}
+		out[host] = int(n)
+	}
+	return out, nil
+}

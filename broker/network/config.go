@@ -20,9 +20,21 @@ const (
 	DefaultSocketRequestMaxBytes    = 100 * 1024 * 1024 // socket.request.max.bytes
 	DefaultConnectionsMaxIdle       = 10 * time.Minute  // connections.max.idle.ms
 	DefaultMaxInFlightPerConnection = 8
+	// DefaultRequestReadTimeout is qk.socket.request.read.timeout.ms: qk's,
+	// Kafka has no such limit.
+	DefaultRequestReadTimeout = time.Minute
+	// DefaultQuotaWindowNum and DefaultQuotaWindowSize are Kafka's
+	// quota.window.num and quota.window.size.seconds, the sliding window
+	// of MaxConnectionCreationRate.
+	DefaultQuotaWindowNum  = 11
+	DefaultQuotaWindowSize = time.Second
 	// DefaultListenerName names a Listener whose Name is empty.
 	DefaultListenerName = "PLAINTEXT"
 )
+
+// NoConnections as MaxConnections or MaxConnectionsPerIP allows none
+// (Kafka's value 0; 0 in Config means no limit).
+const NoConnections = -1
 
 // Listener is one address the server accepts connections on.
 type Listener struct {
@@ -65,6 +77,45 @@ type Config struct {
 	// connection may be read before the oldest response has been written.
 	// At the bound the processor stops reading that connection.
 	MaxInFlightPerConnection int
+	// MaxConnections is max.connections and MaxConnectionsPerIP is
+	// max.connections.per.ip: a connection accepted over either is closed
+	// at once, with a Warn line (at most one a second). 0 means no limit;
+	// NoConnections means none at all (Kafka's 0). Kafka's acceptor waits
+	// for a free slot at max.connections instead of closing; qk closes, so
+	// that a flood never holds the acceptor and clients retry with their
+	// reconnect backoff, as they do for the per-IP limit.
+	MaxConnections      int
+	MaxConnectionsPerIP int
+	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides:
+	// per-host limits that replace MaxConnectionsPerIP (0: refuse that
+	// host). Keys are IP addresses or host names, resolved by New.
+	MaxConnectionsPerIPOverrides map[string]int
+	// MaxConnectionCreationRate is max.connection.creation.rate, in
+	// connections per second over a sliding window of QuotaWindowNum
+	// samples of QuotaWindowSize (Kafka's Rate). 0 means no limit. A
+	// connection over the rate is delayed, not refused: as Kafka's
+	// acceptor does, the acceptor waits the throttle time before handing
+	// it to a processor and accepting the next one, so new connections
+	// queue in the listen backlog (and, beyond it, the kernel drops SYNs
+	// and clients retransmit). Closing them instead would make clients
+	// reconnect at once and turn the rate into a storm of refusals.
+	MaxConnectionCreationRate float64
+	QuotaWindowNum            int
+	QuotaWindowSize           time.Duration
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the most bytes of
+	// requests read and not yet answered (their response not yet written).
+	// At or above it the processors stop reading new requests until
+	// responses free memory. 0 or negative means no bound (Kafka's -1).
+	QueuedMaxRequestBytes int64
+	// RequestReadTimeout is qk.socket.request.read.timeout.ms: a
+	// connection that has sent part of a request (even only part of its
+	// size prefix) and not the rest within this time is closed, so that a
+	// client trickling bytes cannot hold a connection (and its partly read
+	// frame) forever; a trickle keeps connections.max.idle.ms from firing.
+	// Time the broker itself does not read (a full request queue, the
+	// memory bound) does not count. 0 means the default; negative
+	// disables.
+	RequestReadTimeout time.Duration
 	// Logger receives the package's log lines (component=network). Nil
 	// discards them.
 	Logger *slog.Logger
@@ -120,6 +171,30 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.SocketSendBufferBytes < -1 || cfg.SocketReceiveBufferBytes < -1 {
 		return cfg, fmt.Errorf("network: config: socket buffer sizes %d/%d, must be -1 (OS default) or positive",
 			cfg.SocketSendBufferBytes, cfg.SocketReceiveBufferBytes)
+	}
+	if cfg.MaxConnections < NoConnections || cfg.MaxConnectionsPerIP < NoConnections {
+		return cfg, fmt.Errorf("network: config: MaxConnections %d, MaxConnectionsPerIP %d: must be ≥ 0 or NoConnections",
+			cfg.MaxConnections, cfg.MaxConnectionsPerIP)
+	}
+	for h, n := range cfg.MaxConnectionsPerIPOverrides {
+		if n < 0 {
+			return cfg, fmt.Errorf("network: config: MaxConnectionsPerIPOverrides[%s] is %d, must be ≥ 0", h, n)
+		}
+	}
+	if cfg.MaxConnectionCreationRate < 0 {
+		return cfg, fmt.Errorf("network: config: MaxConnectionCreationRate is %v, must be ≥ 0", cfg.MaxConnectionCreationRate)
+	}
+	if cfg.QuotaWindowNum == 0 {
+		cfg.QuotaWindowNum = DefaultQuotaWindowNum
+	}
+	if cfg.QuotaWindowSize == 0 {
+		cfg.QuotaWindowSize = DefaultQuotaWindowSize
+	}
+	if cfg.QuotaWindowNum < 1 || cfg.QuotaWindowSize < 0 {
+		return cfg, fmt.Errorf("network: config: quota window %d x %v, must be positive", cfg.QuotaWindowNum, cfg.QuotaWindowSize)
+	}
+	if cfg.RequestReadTimeout == 0 {
+		cfg.RequestReadTimeout = DefaultRequestReadTimeout
 	}
 	if cfg.ConnectionsMaxIdle == 0 {
 		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle

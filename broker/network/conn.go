@@ -5,6 +5,7 @@ package network
 import (
 	"encoding/binary"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,21 +22,24 @@ type conn struct {
 	listener string
 	remote   net.Addr
 	local    net.Addr
+	ip       netip.Addr // counted under this address by connQuotas
 
 	opened     time.Time
 	lastActive time.Time
 
 	// read side
-	readable     bool     // epoll said readable and no read has hit EAGAIN since
-	size         [4]byte  // size prefix being read
-	sizeN        int      // bytes of size read
-	frame        []byte   // frame being read (nil between frames)
-	frameBuf     *[]byte  // pooled buffer behind frame
-	frameN       int      // bytes of frame read
-	backlog      []byte   // bytes read but not yet framed, kept while muted
-	backlogBuf   *[]byte  // pooled buffer behind backlog
-	backlogOff   int      // framed prefix of backlog
-	parked       *Request // framed, waiting for room in the request queue
+	readable     bool      // epoll said readable and no read has hit EAGAIN since
+	size         [4]byte   // size prefix being read
+	sizeN        int       // bytes of size read
+	frame        []byte    // buffer of the frame being read (nil between frames); grows to frameSize
+	frameBuf     *[]byte   // pooled buffer behind frame
+	frameN       int       // bytes of frame read
+	frameSize    int       // the frame's size prefix
+	frameStart   time.Time // when its first size byte was read (RequestReadTimeout)
+	backlog      []byte    // bytes read but not yet framed, kept while muted
+	backlogBuf   *[]byte   // pooled buffer behind backlog
+	backlogOff   int       // framed prefix of backlog
+	parked       *Request  // framed, waiting for room in the request queue
 	lastClientID *string
 	inRunnable   bool
 
@@ -113,8 +117,9 @@ func (c *conn) enqueue(r *Request) error {
 // dropReadState releases a partly read frame, the backlog and a parked
 // request: bytes read from the socket that no handler has seen.
 func (c *conn) dropReadState() {
+	c.p.srv.freeMem(len(c.frame))
 	putBuf(c.frameBuf)
-	c.frame, c.frameBuf, c.frameN, c.sizeN = nil, nil, 0, 0
+	c.frame, c.frameBuf, c.frameN, c.sizeN, c.frameSize = nil, nil, 0, 0, 0
 	putBuf(c.backlogBuf)
 	c.backlog, c.backlogBuf, c.backlogOff = nil, nil, 0
 	if c.parked != nil {

@@ -68,6 +68,7 @@ type processor struct {
 	newConns    []*conn
 	completions []*Request
 	hasRoom     bool // the request queue has room again
+	memRoom     bool // memory was freed under QueuedMaxRequestBytes
 	stop        bool // graceful shutdown requested
 	force       bool // forced shutdown requested
 	exited      bool // run returned; completions are dropped by the caller
@@ -84,9 +85,13 @@ type processor struct {
 	flushList    []*conn // connections with writing to do
 	flushSpare   []*conn
 	queueBlocked bool // the request queue was full at the last push
-	draining     bool // graceful shutdown: no more reads
-	now          time.Time
-	nextIdle     time.Time
+	memBlocked   bool // muted by QueuedMaxRequestBytes (see memAvailable)
+	// memMuted is set by the processor when it mutes for memory and
+	// cleared by whoever wakes it (freeMem) or by the processor itself.
+	memMuted atomic.Bool
+	draining bool // graceful shutdown: no more reads
+	now      time.Time
+	nextIdle time.Time
 
 	// statistics, for Server.Stats
 	statsMu       sync.Mutex
@@ -247,7 +252,7 @@ func (p *processor) addConn(c *conn) {
 	p.mu.Lock()
 	if p.stop || p.force || p.exited {
 		p.mu.Unlock()
-		unix.Close(c.fd)
+		p.srv.closeUnregistered(c)
 		return
 	}
 	p.newConns = append(p.newConns, c)
@@ -279,6 +284,17 @@ func (p *processor) queueHasRoom() {
 	p.mu.Unlock()
 }
 
+// memHasRoom is called by freeMem (any goroutine) when memory was freed
+// under the limit while this processor was muted for memory.
+func (p *processor) memHasRoom() {
+	p.mu.Lock()
+	if !p.exited {
+		p.memRoom = true
+		p.signalLocked()
+	}
+	p.mu.Unlock()
+}
+
 // requestStop asks the processor to drain (graceful) or to close everything
 // now (force).
 func (p *processor) requestStop(force bool) {
@@ -294,10 +310,19 @@ func (p *processor) requestStop(force bool) {
 // run is the processor's event loop.
 func (p *processor) run() {
 	defer p.exit()
-	idle := p.srv.cfg.ConnectionsMaxIdle
+	idle, readTimeout := p.srv.cfg.ConnectionsMaxIdle, p.srv.cfg.RequestReadTimeout
 	p.now = time.Now()
-	if idle > 0 {
-		p.nextIdle = p.now.Add(idleCheckInterval(idle))
+	var every time.Duration // how often closeExpired runs; 0: never
+	switch {
+	case idle > 0 && readTimeout > 0:
+		every = idleCheckInterval(min(idle, readTimeout))
+	case idle > 0:
+		every = idleCheckInterval(idle)
+	case readTimeout > 0:
+		every = idleCheckInterval(readTimeout)
+	}
+	if every > 0 {
+		p.nextIdle = p.now.Add(every)
 	}
 	for {
 		n, err := p.wait(p.pollTimeout())
@@ -341,9 +366,9 @@ func (p *processor) run() {
 		}
 		p.runReads()
 		p.flushAll()
-		if idle > 0 && !p.now.Before(p.nextIdle) {
-			p.closeIdle(idle)
-			p.nextIdle = p.now.Add(idleCheckInterval(idle))
+		if every > 0 && !p.nextIdle.IsZero() && !p.now.Before(p.nextIdle) {
+			p.closeExpired(idle, readTimeout)
+			p.nextIdle = p.now.Add(every)
 		}
 		if p.draining && len(p.conns) == 0 {
 			return
@@ -351,8 +376,9 @@ func (p *processor) run() {
 	}
 }
 
-// idleCheckInterval is how often connections are checked for idleness: a
-// tenth of the limit, between 1 ms and 1 s.
+// idleCheckInterval is how often connections are checked for idleness (and
+// for requests not received in time): a tenth of the limit, between 1 ms
+// and 1 s.
 func idleCheckInterval(idle time.Duration) time.Duration {
 	return min(max(idle/10, time.Millisecond), time.Second)
 }
@@ -360,7 +386,7 @@ func idleCheckInterval(idle time.Duration) time.Duration {
 // pollTimeout is the epoll_wait timeout in milliseconds: 0 when there is
 // work left from the last turn, else until the next idle check, else forever.
 func (p *processor) pollTimeout() int {
-	if len(p.flushList) > 0 || (len(p.runnable) > 0 && !p.queueBlocked && !p.draining) {
+	if len(p.flushList) > 0 || (len(p.runnable) > 0 && !p.queueBlocked && !p.memBlocked && !p.draining) {
 		return 0
 	}
 	if p.nextIdle.IsZero() {
@@ -388,13 +414,13 @@ func (p *processor) drainInbox() bool {
 	newConns := p.newConns
 	p.newConns = nil
 	p.inbox, p.completions = p.completions, p.inbox[:0]
-	hasRoom, stop, force := p.hasRoom, p.stop, p.force
-	p.hasRoom = false
+	hasRoom, memRoom, stop, force := p.hasRoom, p.memRoom, p.stop, p.force
+	p.hasRoom, p.memRoom = false, false
 	p.mu.Unlock()
 
 	if force {
 		for _, c := range newConns {
-			unix.Close(c.fd)
+			p.srv.closeUnregistered(c)
 		}
 		for _, r := range p.inbox {
 			r.release(ErrServerClosed)
@@ -412,6 +438,9 @@ func (p *processor) drainInbox() bool {
 	if hasRoom {
 		p.queueBlocked = false
 	}
+	if memRoom {
+		p.memBlocked = false // memAvailable mutes again if it is still short
+	}
 	if stop && !p.draining {
 		p.startDraining()
 	}
@@ -421,13 +450,13 @@ func (p *processor) drainInbox() bool {
 // register adds a new connection to the epoll set.
 func (p *processor) register(c *conn) {
 	if p.draining {
-		unix.Close(c.fd)
+		p.srv.closeUnregistered(c)
 		return
 	}
 	ev := unix.EpollEvent{Events: connEvents, Fd: int32(c.fd)}
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 		p.lg.Warn("cannot register connection", "listener", c.listener, "remote", addrString(c.remote), "err", err)
-		unix.Close(c.fd)
+		p.srv.closeUnregistered(c)
 		return
 	}
 	c.p = p
@@ -488,7 +517,7 @@ func (p *processor) wantsRead(c *conn) bool {
 // canRead reports whether more bytes of c may be read and framed now.
 func (p *processor) canRead(c *conn) bool {
 	return !c.closed && !c.closing && c.parked == nil && c.inFlight < len(c.ring) &&
-		!p.queueBlocked && !p.draining
+		!p.queueBlocked && !p.memBlocked && !p.draining
 }
 
 // runReads services the runnable connections once each. While the request
@@ -501,7 +530,7 @@ func (p *processor) runReads() {
 		if c.closed {
 			continue
 		}
-		if !p.queueBlocked && !p.draining {
+		if !p.queueBlocked && !p.memBlocked && !p.draining {
 			p.serviceRead(c)
 		}
 		if p.wantsRead(c) {
@@ -537,7 +566,10 @@ func (p *processor) serviceRead(c *conn) {
 			return
 		}
 		buf, direct := p.rbuf, false
-		if c.frame != nil && len(c.frame)-c.frameN >= len(p.rbuf) {
+		if c.frame != nil && c.frameSize-c.frameN >= len(p.rbuf) {
+			if c.frameN == len(c.frame) {
+				p.growFrame(c, len(p.rbuf))
+			}
 			buf, direct = c.frame[c.frameN:], true
 		}
 		n, err := unix.Read(c.fd, buf)
@@ -558,7 +590,7 @@ func (p *processor) serviceRead(c *conn) {
 		c.lastActive = p.now
 		if direct {
 			c.frameN += n
-			if c.frameN == len(c.frame) {
+			if c.frameN == c.frameSize {
 				p.frameDone(c)
 			}
 			continue
@@ -583,6 +615,14 @@ func (p *processor) consume(c *conn, data []byte) int {
 	i := 0
 	for i < len(data) && p.canRead(c) {
 		if c.frame == nil {
+			if c.sizeN == 0 {
+				// A new request begins: the memory bound may mute here,
+				// between requests, never inside one.
+				if !p.memAvailable() {
+					break
+				}
+				c.frameStart = p.now
+			}
 			k := copy(c.size[c.sizeN:], data[i:])
 			c.sizeN += k
 			i += k
@@ -604,18 +644,44 @@ func (p *processor) consume(c *conn, data []byte) int {
 				p.closeConn(c, "", nil)
 				return i
 			}
-			c.frameBuf = getBuf(int(size))
+			// The buffer starts at most frameChunk long and grows as bytes
+			// arrive (growFrame): a size prefix alone, from a client that
+			// then trickles or stops, holds no more than that.
+			c.frameSize = int(size)
+			c.frameBuf = getBuf(min(c.frameSize, frameChunk))
 			c.frame = *c.frameBuf
 			c.frameN = 0
+			p.srv.allocMem(len(c.frame))
+		}
+		if c.frameN == len(c.frame) {
+			p.growFrame(c, len(data)-i)
 		}
 		k := copy(c.frame[c.frameN:], data[i:])
 		c.frameN += k
 		i += k
-		if c.frameN == len(c.frame) {
+		if c.frameN == c.frameSize {
 			p.frameDone(c)
 		}
 	}
 	return i
+}
+
+// frameChunk is the most a frame's buffer holds before its bytes arrive:
+// frames up to this size are allocated at once, as before; larger ones
+// start here and grow fourfold (growFrame) as they fill, so a frame's
+// buffer is never more than about four times what was received (plus one
+// chunk), and a 1 MiB produce costs two extra copies of 64 KiB and 256 KiB.
+const frameChunk = readBufSize
+
+// growFrame enlarges c's full frame buffer for at least need more bytes
+// (fourfold, at most to the announced size), keeping what was read.
+func (p *processor) growFrame(c *conn, need int) {
+	n := min(c.frameSize, max(4*len(c.frame), c.frameN+need))
+	nb := getBuf(n)
+	copy(*nb, c.frame[:c.frameN])
+	p.srv.allocMem(n - len(c.frame))
+	putBuf(c.frameBuf)
+	c.frameBuf, c.frame = nb, *nb
 }
 
 // frameDone turns c's complete frame into a Request and queues it.
@@ -629,12 +695,13 @@ func (p *processor) frameDone(c *conn) {
 		ReceivedAt: p.now,
 		conn:       c,
 		buf:        c.frameBuf,
+		mem:        len(c.frame),
 	}
-	c.frame, c.frameBuf, c.frameN = nil, nil, 0
+	c.frame, c.frameBuf, c.frameN, c.frameSize = nil, nil, 0, 0
 	if err := parseHeader(r, r.Frame, c.lastClientID); err != nil {
 		p.lg.Warn("closing connection: malformed request header",
 			"listener", c.listener, "remote", addrString(c.remote), "size", len(r.Frame), "err", err)
-		putBuf(r.buf)
+		r.release(nil)
 		p.closeConn(c, "", nil)
 		return
 	}
@@ -871,13 +938,23 @@ func (p *processor) advance(c *conn, n int) {
 	}
 }
 
-// closeIdle closes connections with nothing in flight and no traffic for
-// the idle limit. A connection with bytes waiting that the processor has not
-// read (muted by a full request queue) is not idle: the silence is ours.
-func (p *processor) closeIdle(idle time.Duration) {
+// closeExpired closes connections with nothing in flight and no traffic
+// for the idle limit, and connections that began a request longer than
+// readTimeout ago and have not sent the rest (limits ≤ 0 are off). A
+// connection with bytes waiting that the processor has not read (muted by
+// a full request queue or the memory bound) is neither: the silence is
+// ours.
+func (p *processor) closeExpired(idle, readTimeout time.Duration) {
 	for _, c := range p.conns {
-		if c.inFlight == 0 && !c.pendingWrite() && !c.readable && c.backlog == nil &&
-			p.now.Sub(c.lastActive) >= idle {
+		if c.readable || c.backlog != nil {
+			continue
+		}
+		switch {
+		case readTimeout > 0 && (c.sizeN > 0 || c.frame != nil) && p.now.Sub(c.frameStart) >= readTimeout:
+			p.lg.Warn("closing connection: request not received in time", "listener", c.listener,
+				"remote", addrString(c.remote), "size", c.frameSize, "received", c.frameN, "timeout", readTimeout)
+			p.closeConn(c, "", nil)
+		case idle > 0 && c.inFlight == 0 && !c.pendingWrite() && p.now.Sub(c.lastActive) >= idle:
 			p.lg.Debug("closing idle connection", "listener", c.listener, "remote", addrString(c.remote),
 				"idle", p.now.Sub(c.lastActive))
 			p.closeConn(c, "", nil)
@@ -915,6 +992,7 @@ func (p *processor) closeConn(c *conn, reason string, err error) {
 	// Closing the descriptor also removes it from the epoll set.
 	unix.Close(c.fd)
 	c.fd = -1
+	p.srv.quotas.dec(c.ip)
 	c.dropReadState()
 	for i, r := range c.ring {
 		if r != nil {
@@ -943,7 +1021,7 @@ func (p *processor) exit() {
 	p.newConns, p.completions = nil, nil
 	p.mu.Unlock()
 	for _, c := range newConns {
-		unix.Close(c.fd)
+		p.srv.closeUnregistered(c)
 	}
 	for _, r := range completions {
 		r.release(ErrServerClosed)

@@ -80,6 +80,7 @@ type Request struct {
 	conn  *conn
 	seq   uint64  // position in the connection's request order
 	buf   *[]byte // pooled buffer behind Frame
+	mem   int     // Frame bytes counted against QueuedMaxRequestBytes
 	state atomic.Uint32
 	kind  completion
 	resp  *Response
@@ -143,6 +144,10 @@ func (r *Request) complete(k completion, resp *Response) {
 // release returns the frame buffer to the pool and reports the outcome to
 // the response's Done. It is called exactly once per request.
 func (r *Request) release(err error) {
+	if r.mem != 0 {
+		r.conn.p.srv.freeMem(r.mem)
+		r.mem = 0
+	}
 	putBuf(r.buf)
 	r.buf, r.Frame = nil, nil
 	if r.resp != nil && r.resp.Done != nil {

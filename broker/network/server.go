@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -35,6 +36,14 @@ type Server struct {
 	nextProc   atomic.Uint64
 	nextConnID atomic.Uint64
 	stopAccept chan struct{}
+	quotas     *connQuotas
+
+	// The memory bound (see memAvailable): memLimit is
+	// QueuedMaxRequestBytes (≤ 0: off), mem the frame bytes counted,
+	// memMutedN the processors muted for memory.
+	memLimit  int64
+	mem       atomic.Int64
+	memMutedN atomic.Int32
 
 	wg             sync.WaitGroup // every goroutine of the server
 	acceptWG       sync.WaitGroup // acceptors
@@ -58,13 +67,41 @@ func New(cfg Config, h Handler) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	overrides, err := resolveOverrides(cfg.MaxConnectionsPerIPOverrides)
+	if err != nil {
+		return nil, err
+	}
+	lg := cfg.Logger.With("component", "network")
 	return &Server{
 		cfg:            cfg,
 		handler:        h,
-		lg:             cfg.Logger.With("component", "network"),
+		lg:             lg,
 		stopAccept:     make(chan struct{}),
 		handlersExited: make(chan struct{}),
+		quotas:         newConnQuotas(cfg, overrides, lg),
+		memLimit:       cfg.QueuedMaxRequestBytes,
 	}, nil
+}
+
+// resolveOverrides turns max.connections.per.ip.overrides' hosts into
+// addresses, as Kafka does (InetAddress.getByName, once): a host name
+// counts for every address it resolves to.
+func resolveOverrides(m map[string]int) (map[netip.Addr]int, error) {
+	out := make(map[netip.Addr]int, len(m))
+	for host, n := range m {
+		if ip, err := netip.ParseAddr(host); err == nil {
+			out[ip.Unmap()] = n
+			continue
+		}
+		addrs, err := net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
+		if err != nil {
+			return nil, fmt.Errorf("network: config: max.connections.per.ip.overrides: host %s: %w", host, err)
+		}
+		for _, ip := range addrs {
+			out[ip.Unmap()] = n
+		}
+	}
+	return out, nil
 }
 
 // Start binds the listeners and starts the acceptors, processors and
@@ -181,11 +218,31 @@ func (s *Server) accept(ln net.Listener, name string) {
 			continue
 		}
 		backoff = 0
+		if d := s.quotas.throttle(time.Now()); d > 0 {
+			// Over max.connection.creation.rate: hold this connection, and
+			// the listen backlog behind it, for the throttle time.
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-s.stopAccept:
+				t.Stop()
+				nc.Close()
+				return
+			}
+		}
+		ip := ipOf(nc.RemoteAddr())
+		if ok, setting, limit := s.quotas.inc(ip); !ok {
+			s.quotas.refused(time.Now(), name, nc.RemoteAddr(), setting, limit)
+			nc.Close()
+			continue
+		}
 		c, err := s.adopt(nc, name)
 		if err != nil {
 			s.lg.Warn("cannot adopt connection", "listener", name, "remote", addrString(nc.RemoteAddr()), "err", err)
+			s.quotas.dec(ip)
 			continue
 		}
+		c.ip = ip
 		p := s.procs[(s.nextProc.Add(1)-1)%uint64(len(s.procs))]
 		p.addConn(c)
 	}
@@ -235,6 +292,13 @@ func (s *Server) adopt(nc net.Conn, name string) (*conn, error) {
 		remote:   nc.RemoteAddr(),
 		local:    nc.LocalAddr(),
 	}, nil
+}
+
+// closeUnregistered closes a connection no processor has registered and
+// releases its count.
+func (s *Server) closeUnregistered(c *conn) {
+	unix.Close(c.fd)
+	s.quotas.dec(c.ip)
 }
 
 // runHandler is one of the NumIOThreads handler goroutines.
