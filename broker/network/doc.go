@@ -65,7 +65,10 @@
 // Reading: bytes go into a 64 KiB buffer per processor and are framed from
 // there; each frame (int32 size, then size bytes) is copied into its own
 // buffer from size-class pools (512 B..16 MiB), and the tail of a frame larger
-// than the read buffer is read straight into the frame's buffer. A size above
+// than the read buffer is read straight into the frame's buffer. A frame's
+// buffer is not allocated at its announced size: it starts at 64 KiB at
+// most and grows fourfold as bytes arrive, so a size prefix followed by a
+// trickle (or nothing) holds one chunk, not socket.request.max.bytes. A size above
 // SocketRequestMaxBytes, a negative size, a frame shorter than the 8-byte
 // header start and a malformed client id close that connection with a Warn
 // line (listener, remote, size, limit or err); nothing else is touched.
@@ -117,7 +120,34 @@
 // responses meanwhile, and unread bytes stay in the kernel's socket buffers,
 // so TCP flow control slows the clients down. Per connection, at most
 // MaxInFlightPerConnection frames and responses are held, plus at most one
-// read buffer's worth (64 KiB) of bytes read but not yet framed.
+// read buffer's worth (64 KiB) of bytes read but not yet framed. Across
+// connections, QueuedMaxRequestBytes bounds the bytes of requests held
+// (see Limits).
+//
+// # Limits
+//
+// Connections (Kafka's ConnectionQuotas): after accept, a connection over
+// MaxConnectionsPerIP (or its entry in MaxConnectionsPerIPOverrides) or
+// over MaxConnections is closed at once, with a Warn line naming the
+// listener, remote address, setting and limit, at most one a second (the
+// next line counts the refusals not logged). Counts are released when the
+// connection closes, however it closes. Over MaxConnectionCreationRate
+// (a sliding window, Kafka's Rate) the acceptor waits before handing on
+// the connection and accepting the next, as Kafka's does: new connections
+// wait in the listen backlog rather than being refused.
+//
+// Memory (QueuedMaxRequestBytes, Kafka's MemoryPool): the bytes of frame
+// buffers, from allocation until the request's response is written, are
+// counted with atomics; a processor about to start a frame with the count
+// at or above the limit stops reading all its connections until a
+// release brings it under (see memAvailable). Frames are never dropped:
+// unread bytes stay in the kernel.
+//
+// Slow senders: a connection that began a request and has not sent the
+// rest within RequestReadTimeout (qk.socket.request.read.timeout.ms) is
+// closed with a Warn line; time the processor was not reading it
+// (backpressure) does not count. Idle and half-open connections are closed
+// by ConnectionsMaxIdle; a trickle resets that clock but not this one.
 //
 // # Lifetimes
 //
@@ -131,7 +161,7 @@
 //
 // A connection with nothing in flight, nothing to write, no bytes waiting
 // and no traffic for ConnectionsMaxIdle is closed (checked every tenth of the
-// limit, at most every second).
+// smaller of it and RequestReadTimeout, at most every second).
 //
 // Shutdown closes the listeners, then each processor stops reading, drops
 // frames it has read but not queued, waits for the requests in flight to be
