@@ -695,7 +695,7 @@ func (p *processor) frameDone(c *conn) {
 		ReceivedAt: p.now,
 		conn:       c,
 		buf:        c.frameBuf,
-		mem:        len(c.frame),
+		mem:        int32(len(c.frame)),
 	}
 	c.frame, c.frameBuf, c.frameN, c.frameSize = nil, nil, 0, 0
 	if err := parseHeader(r, r.Frame, c.lastClientID); err != nil {

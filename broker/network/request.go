@@ -80,11 +80,14 @@ type Request struct {
 	conn  *conn
 	seq   uint64  // position in the connection's request order
 	buf   *[]byte // pooled buffer behind Frame
-	mem   int     // Frame bytes counted against QueuedMaxRequestBytes
 	state atomic.Uint32
-	kind  completion
-	resp  *Response
-	size  [4]byte // size prefix of the response
+	// mem is the Frame bytes counted against QueuedMaxRequestBytes (a
+	// frame is at most an int32 long); placed beside state so that the
+	// Request is no larger than without it.
+	mem  int32
+	resp *Response
+	kind completion
+	size [4]byte // size prefix of the response
 }
 
 type completion uint8
@@ -145,7 +148,7 @@ func (r *Request) complete(k completion, resp *Response) {
 // the response's Done. It is called exactly once per request.
 func (r *Request) release(err error) {
 	if r.mem != 0 {
-		r.conn.p.srv.freeMem(r.mem)
+		r.conn.p.srv.freeMem(int(r.mem))
 		r.mem = 0
 	}
 	putBuf(r.buf)
