@@ -174,7 +174,7 @@ func (c *Controller) onPartitionReassignment(ctx context.Context, b *requestBatc
 			"adding", fmt.Sprint(next.Adding), "removing", fmt.Sprint(next.Removing))
 		// Replicas an earlier reassignment was adding that this one does
 		// not want go at once.
-		if unneeded := withoutIDs(cur.Replicas, next.Replicas); len(unneeded) > 0 {
+		if unneeded := statemachine.Without(cur.Replicas, next.Replicas); len(unneeded) > 0 {
 			c.stopRemovedReplicas(ctx, b, tp, unneeded)
 		}
 	}
@@ -478,17 +478,6 @@ func (c *Controller) onReassigningISRChange(tps []TP) {
 		}
 	}
 	c.send(b)
-}
-
-// withoutIDs is a's members that are not in b.
-func withoutIDs(a, b []int32) []int32 {
-	var out []int32
-	for _, r := range a {
-		if !slices.Contains(b, r) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // abandonReassignments ends the reassignments of a topic being deleted:

@@ -143,19 +143,16 @@ func (c *Coordinator) unlock() {
 	out, w := c.outbox, c.stored
 	c.outbox, c.stored = nil, nil
 	c.mu.Unlock()
-	if w == nil || len(out) == 0 || (w.err == nil && w.p.HighWatermark() >= w.required) {
-		var err error
-		if w != nil {
-			err = w.err
-		}
-		c.answer(out, w, err)
-		return
-	}
-	if w.err != nil {
+	switch {
+	case w == nil:
+		c.answer(out, nil, nil)
+	case w.err != nil:
 		c.answer(out, w, w.err)
-		return
+	case len(out) == 0 || w.p.HighWatermark() >= w.required:
+		c.answer(out, w, nil)
+	default:
+		go func() { c.answer(out, w, c.awaitCommitted(w.p, w.required)) }()
 	}
-	go func() { c.answer(out, w, c.awaitCommitted(w.p, w.required)) }()
 }
 
 // groupWrite is group metadata appended under mu: where, and the high

@@ -21,10 +21,10 @@ func (a ReplicaAssignment) IsBeingReassigned() bool { return len(a.Adding) > 0 |
 
 // Origin is the assignment before the reassignment (what a cancellation
 // returns to).
-func (a ReplicaAssignment) Origin() []int32 { return without(a.Replicas, a.Adding) }
+func (a ReplicaAssignment) Origin() []int32 { return Without(a.Replicas, a.Adding) }
 
 // Target is the assignment the reassignment ends with.
-func (a ReplicaAssignment) Target() []int32 { return without(a.Replicas, a.Removing) }
+func (a ReplicaAssignment) Target() []int32 { return Without(a.Replicas, a.Removing) }
 
 // ReassignTo is the assignment while moving from a's origin to target
 // (Kafka's ReplicaAssignment.reassignTo): a reassignment that replaces one
@@ -38,7 +38,7 @@ func (a ReplicaAssignment) ReassignTo(target []int32) ReplicaAssignment {
 			full = append(full, r)
 		}
 	}
-	return ReplicaAssignment{Replicas: full, Adding: without(full, origin), Removing: without(full, target)}
+	return ReplicaAssignment{Replicas: full, Adding: Without(full, origin), Removing: Without(full, target)}
 }
 
 // Equal compares two assignments, order included.
@@ -74,8 +74,8 @@ func ReassignPartitionLeader(target, isr []int32, live Live) (int32, bool) {
 	return NoLeader, false
 }
 
-// without is a's members that are not in b, in a's order.
-func without(a, b []int32) []int32 {
+// Without is a's members that are not in b, in a's order (never nil).
+func Without(a, b []int32) []int32 {
 	out := []int32{}
 	for _, r := range a {
 		if !slices.Contains(b, r) {
