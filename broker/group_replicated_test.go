@@ -62,7 +62,19 @@ func TestGroupSyncWaitsForReplication(t *testing.T) {
 		raw.roundTrip(req, resp)
 		return resp
 	}
-	joined := join()
+	// The metadata cache can name the leader before that broker has
+	// taken the LeaderAndIsr and loaded the partition's groups: until it
+	// has, it answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS,
+	// and a join it refuses leaves nothing behind.
+	var joined *kmsg.JoinGroupResponse
+	waitFor(t, 15*time.Second, "the coordinator to accept the join", func() bool {
+		joined = join()
+		switch joined.ErrorCode {
+		case kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code:
+			return false
+		}
+		return true
+	})
 	require.Equal(t, int16(0), joined.ErrorCode, "%v", kerr.ErrorForCode(joined.ErrorCode))
 
 	// The followers go: the controller takes them out of the ISR, and
