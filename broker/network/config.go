@@ -3,6 +3,7 @@
 package network
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,10 @@ const (
 	DefaultQuotaWindowSize = time.Second
 	// DefaultListenerName names a Listener whose Name is empty.
 	DefaultListenerName = "PLAINTEXT"
+	// DefaultTLSHandshakeTimeout bounds a TLS handshake, from accept to
+	// its last message: qk's, since Kafka's SSL engine has no such limit
+	// (its idle timeout closes a stalled handshake after 10 minutes).
+	DefaultTLSHandshakeTimeout = 10 * time.Second
 )
 
 // NoConnections as MaxConnections or MaxConnectionsPerIP allows none
@@ -46,6 +51,18 @@ type Listener struct {
 	Host string
 	// Port to bind; 0 picks a free port (see Server.Addrs).
 	Port int
+	// TLS, when not nil, makes this an SSL (or SASL_SSL) listener: each
+	// connection does a TLS handshake with this configuration before its
+	// first request (see the package documentation, TLS). The config may
+	// use GetConfigForClient, so that certificates reload without a
+	// restart; it must not be modified after Start.
+	TLS *tls.Config
+	// MaxRequestSizeBeforeAuth, when positive, is the largest request
+	// frame a new connection may send until the handler lifts it with
+	// Request.SetMaxRequestSize: sasl.server.max.receive.size on SASL
+	// listeners, so that an unauthenticated client cannot make the broker
+	// buffer socket.request.max.bytes.
+	MaxRequestSizeBeforeAuth int32
 }
 
 // Config configures a Server. Zero fields take the defaults above.
@@ -116,6 +133,10 @@ type Config struct {
 	// memory bound) does not count. 0 means the default; negative
 	// disables.
 	RequestReadTimeout time.Duration
+	// TLSHandshakeTimeout bounds the TLS handshake of a connection to a
+	// TLS listener; a client that has not finished it in time is closed.
+	// 0 means DefaultTLSHandshakeTimeout.
+	TLSHandshakeTimeout time.Duration
 	// Logger receives the package's log lines (component=network). Nil
 	// discards them.
 	Logger *slog.Logger
@@ -198,6 +219,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.ConnectionsMaxIdle == 0 {
 		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
+	}
+	if cfg.TLSHandshakeTimeout <= 0 {
+		cfg.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -3,6 +3,7 @@
 package network
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"net"
 	"net/netip"
@@ -23,6 +24,18 @@ type conn struct {
 	remote   net.Addr
 	local    net.Addr
 	ip       netip.Addr // counted under this address by connQuotas
+	// tls is the handshake's outcome on a TLS listener (nil otherwise);
+	// onClose, set for those, lets the TLS relay finish (see tls.go).
+	tls     *tls.ConnectionState
+	onClose func()
+	// maxFrame is the largest request frame accepted (0:
+	// SocketRequestMaxBytes), rawFrames that frames carry no request
+	// header (SASL tokens after SaslHandshake v0); both start from the
+	// listener and change with a response's connControl.
+	maxFrame  int32
+	rawFrames bool
+	// attachment is the handler's, per connection (Request.Attachment).
+	attachment atomic.Value
 
 	opened     time.Time
 	lastActive time.Time
@@ -82,6 +95,19 @@ type seg struct {
 	off  int64 // next file offset to send
 	n    int64 // file bytes left
 	r    *Request
+}
+
+// apply makes a handler's connControl take effect.
+func (c *conn) apply(ctl connControl) {
+	if ctl.setMax {
+		c.maxFrame = ctl.maxFrame
+	}
+	switch ctl.raw {
+	case 1:
+		c.rawFrames = true
+	case -1:
+		c.rawFrames = false
+	}
 }
 
 func (c *conn) pendingWrite() bool { return c.segHead < len(c.segs) }

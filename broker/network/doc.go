@@ -45,6 +45,26 @@
 // also set on the listening socket before listen(2) so the TCP window scale
 // matches.
 //
+// # TLS
+//
+// A listener with a tls.Config terminates TLS in front of the processors:
+// the handshake runs on its own goroutine (bounded by TLSHandshakeTimeout),
+// then the plaintext end of a Unix socket pair goes to a processor like
+// any accepted socket, and two goroutines relay between the pair and the
+// tls.Conn. Request.TLS carries the handshake's state (the client's
+// verified certificates). See tls.go for why and what it costs.
+//
+// # Connection controls (SASL)
+//
+// A handler may change its connection between two responses:
+// SetMaxRequestSize (a SASL listener starts at MaxRequestSizeBeforeAuth,
+// sasl.server.max.receive.size, until authentication lifts it),
+// SetRawFrames (SaslHandshake v0's bare tokens, delivered with
+// RawFrameApiKey) and CloseAfterResponse (a failed authentication's error
+// is written, then the connection closes). Each takes effect in request
+// order, before the first byte of that request's response. Attachment is
+// the handler's per-connection slot (its authentication state).
+//
 // # Processors
 //
 // A processor's goroutine is the only one that touches its connections. It

@@ -631,14 +631,23 @@ func (p *processor) consume(c *conn, data []byte) int {
 			}
 			c.sizeN = 0
 			size := int32(binary.BigEndian.Uint32(c.size[:]))
-			limit := p.srv.cfg.SocketRequestMaxBytes
+			limit, setting := p.srv.cfg.SocketRequestMaxBytes, "socket.request.max.bytes"
+			if c.maxFrame > 0 {
+				limit, setting = c.maxFrame, "sasl.server.max.receive.size"
+			}
 			if size < 0 || size > limit {
-				p.lg.Warn("closing connection: request size outside 0..socket.request.max.bytes",
+				p.lg.Warn("closing connection: request size outside 0.."+setting,
 					"listener", c.listener, "remote", addrString(c.remote), "size", size, "limit", limit)
 				p.closeConn(c, "", nil)
 				return i
 			}
-			if size < minFrameSize {
+			if c.rawFrames && size == 0 {
+				p.lg.Warn("closing connection: empty SASL token",
+					"listener", c.listener, "remote", addrString(c.remote))
+				p.closeConn(c, "", nil)
+				return i
+			}
+			if size < minFrameSize && !c.rawFrames {
 				p.lg.Warn("closing connection: request shorter than a request header",
 					"listener", c.listener, "remote", addrString(c.remote), "size", size, "min", minFrameSize)
 				p.closeConn(c, "", nil)
@@ -693,12 +702,15 @@ func (p *processor) frameDone(c *conn) {
 		RemoteAddr: c.remote,
 		LocalAddr:  c.local,
 		ReceivedAt: p.now,
+		TLS:        c.tls,
 		conn:       c,
 		buf:        c.frameBuf,
 		mem:        int32(len(c.frame)),
 	}
 	c.frame, c.frameBuf, c.frameN, c.frameSize = nil, nil, 0, 0
-	if err := parseHeader(r, r.Frame, c.lastClientID); err != nil {
+	if c.rawFrames {
+		r.ApiKey = RawFrameApiKey
+	} else if err := parseHeader(r, r.Frame, c.lastClientID); err != nil {
 		p.lg.Warn("closing connection: malformed request header",
 			"listener", c.listener, "remote", addrString(c.remote), "size", len(r.Frame), "err", err)
 		r.release(nil)
@@ -753,6 +765,7 @@ func (p *processor) deliver(r *Request) {
 			r.release(ErrConnectionClosed)
 			continue
 		}
+		c.apply(r.ctl)
 		switch r.kind {
 		case completeRespond:
 			if err := c.enqueue(r); err != nil {
@@ -764,6 +777,9 @@ func (p *processor) deliver(r *Request) {
 				continue
 			}
 			p.markFlush(c)
+			if r.ctl.closeAfter {
+				c.closing = true
+			}
 		case completeNoResponse:
 			c.inFlight--
 			r.release(nil)
@@ -973,6 +989,9 @@ func (p *processor) closeConn(c *conn, reason string, err error) {
 		p.lg.Debug("connection closed: "+reason, "listener", c.listener, "remote", addrString(c.remote), "err", err)
 	}
 	c.closed = true
+	if c.onClose != nil {
+		c.onClose()
+	}
 	// Requests parked behind a predecessor (see turnstile) were never seen
 	// by the handler; with the connection gone nobody will answer them, so
 	// they are dropped like frames read but not yet queued.

@@ -3,6 +3,7 @@
 package network
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"math"
@@ -76,6 +77,14 @@ type Request struct {
 	LocalAddr  net.Addr
 	// ReceivedAt is when the processor woke up to read the request's last bytes.
 	ReceivedAt time.Time
+	// TLS is the connection's TLS state on a TLS listener (the verified
+	// client certificate chain, when the client gave one), nil otherwise.
+	TLS *tls.ConnectionState
+
+	// ctl is what the handler asked to change about the connection
+	// (SetMaxRequestSize, SetRawFrames, CloseAfterResponse), applied when
+	// the request's completion is taken in order.
+	ctl connControl
 
 	conn  *conn
 	seq   uint64  // position in the connection's request order
@@ -88,6 +97,21 @@ type Request struct {
 	resp *Response
 	kind completion
 	size [4]byte // size prefix of the response
+}
+
+// RawFrameApiKey is the ApiKey of a frame read while the connection is in
+// raw-frame mode (SetRawFrames): the whole frame is Frame, HeaderSize 0,
+// and the other header fields are zero.
+const RawFrameApiKey int16 = -1
+
+// connControl is a change to a connection that takes effect between two
+// responses: after every earlier response of the connection has been
+// queued, before the first byte of this one is written.
+type connControl struct {
+	maxFrame   int32 // new maxFrame when setMax
+	setMax     bool
+	raw        int8 // 1: raw frames on, -1: off, 0: unchanged
+	closeAfter bool
 }
 
 type completion uint8
@@ -116,6 +140,42 @@ func (r *Request) Respond(resp *Response) {
 	}
 	r.complete(completeRespond, resp)
 }
+
+// SetMaxRequestSize changes the largest request frame the connection may
+// send once this request is completed (n ≤ 0: SocketRequestMaxBytes).
+// A SASL listener reads at most sasl.server.max.receive.size before a
+// client authenticates (Listener.MaxRequestSizeBeforeAuth), as Kafka's
+// authenticator does, and lifts it here when authentication succeeds.
+// Frames already read are not checked again; call before completing.
+func (r *Request) SetMaxRequestSize(n int32) {
+	r.ctl.maxFrame, r.ctl.setMax = max(n, 0), true
+}
+
+// SetRawFrames switches the connection's frames, from the first one read
+// after this request's response is queued, to raw mode (on) or back:
+// in raw mode a frame is handed over whole, without a request header,
+// with ApiKey RawFrameApiKey. This is SaslHandshake v0's framing, in
+// which the client sends bare SASL tokens once the handshake is answered.
+// Call before completing.
+func (r *Request) SetRawFrames(on bool) {
+	r.ctl.raw = -1
+	if on {
+		r.ctl.raw = 1
+	}
+}
+
+// CloseAfterResponse closes the connection once this request's response
+// has been written (a failed authentication: the client reads the error,
+// then the connection ends). Responses of later requests are dropped.
+// Call before Respond.
+func (r *Request) CloseAfterResponse() { r.ctl.closeAfter = true }
+
+// Attachment is the handler's slot for state it keeps per connection,
+// such as its SASL authentication; the network layer never reads it, and
+// it goes away with the connection. Requests of one connection are
+// handled one at a time, but a value may be read later from other
+// goroutines, hence the atomic.
+func (r *Request) Attachment() *atomic.Value { return &r.conn.attachment }
 
 // NoResponse completes the request without writing anything (acks=0
 // produce). The connection's ordering advances past it.

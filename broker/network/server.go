@@ -149,14 +149,14 @@ func (s *Server) Start() error {
 		s.wg.Go(s.runHandler)
 	}
 	for i, ln := range listeners {
-		name := s.cfg.Listeners[i].Name
+		l := s.cfg.Listeners[i]
 		s.addrs = append(s.addrs, ln.Addr())
 		s.acceptWG.Add(1)
 		s.wg.Go(func() {
 			defer s.acceptWG.Done()
-			s.accept(ln, name)
+			s.accept(ln, l)
 		})
-		s.lg.Info("listening", "listener", name, "addr", ln.Addr().String())
+		s.lg.Info("listening", "listener", l.Name, "addr", ln.Addr().String(), "tls", l.TLS != nil)
 	}
 	return nil
 }
@@ -197,7 +197,10 @@ func (s *Server) Addrs() []net.Addr {
 // the socket out of Go's hands: it duplicates the descriptor and closes the
 // net.Conn, which deregisters the original from Go's poller. The duplicate,
 // non-blocking and close-on-exec, belongs to a processor from then on.
-func (s *Server) accept(ln net.Listener, name string) {
+//
+// On a TLS listener the socket stays with Go instead: see acceptTLS.
+func (s *Server) accept(ln net.Listener, l Listener) {
+	name := l.Name
 	backoff := time.Duration(0)
 	for {
 		nc, err := ln.Accept()
@@ -236,7 +239,11 @@ func (s *Server) accept(ln net.Listener, name string) {
 			nc.Close()
 			continue
 		}
-		c, err := s.adopt(nc, name)
+		if l.TLS != nil {
+			s.wg.Go(func() { s.acceptTLS(nc, l, ip) })
+			continue
+		}
+		c, err := s.adopt(nc, l)
 		if err != nil {
 			s.lg.Warn("cannot adopt connection", "listener", name, "remote", addrString(nc.RemoteAddr()), "err", err)
 			s.quotas.dec(ip)
@@ -250,22 +257,14 @@ func (s *Server) accept(ln net.Listener, name string) {
 
 // adopt sets the socket options of an accepted connection and takes its
 // descriptor; nc is closed in every case.
-func (s *Server) adopt(nc net.Conn, name string) (*conn, error) {
+func (s *Server) adopt(nc net.Conn, l Listener) (*conn, error) {
 	defer nc.Close()
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return nil, fmt.Errorf("not a TCP connection: %T", nc)
 	}
-	// Go already sets TCP_NODELAY and keep-alive on accepted connections.
-	if n := s.cfg.SocketSendBufferBytes; n > 0 {
-		if err := tc.SetWriteBuffer(n); err != nil {
-			return nil, fmt.Errorf("set SO_SNDBUF: %w", err)
-		}
-	}
-	if n := s.cfg.SocketReceiveBufferBytes; n > 0 {
-		if err := tc.SetReadBuffer(n); err != nil {
-			return nil, fmt.Errorf("set SO_RCVBUF: %w", err)
-		}
+	if err := s.setBuffers(tc); err != nil {
+		return nil, err
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
@@ -288,10 +287,28 @@ func (s *Server) adopt(nc net.Conn, name string) (*conn, error) {
 	return &conn{
 		id:       s.nextConnID.Add(1),
 		fd:       fd,
-		listener: name,
+		listener: l.Name,
 		remote:   nc.RemoteAddr(),
 		local:    nc.LocalAddr(),
+		maxFrame: max(l.MaxRequestSizeBeforeAuth, 0),
 	}, nil
+}
+
+// setBuffers applies socket.send.buffer.bytes and
+// socket.receive.buffer.bytes to an accepted connection. Go already sets
+// TCP_NODELAY and keep-alive on accepted connections.
+func (s *Server) setBuffers(tc *net.TCPConn) error {
+	if n := s.cfg.SocketSendBufferBytes; n > 0 {
+		if err := tc.SetWriteBuffer(n); err != nil {
+			return fmt.Errorf("set SO_SNDBUF: %w", err)
+		}
+	}
+	if n := s.cfg.SocketReceiveBufferBytes; n > 0 {
+		if err := tc.SetReadBuffer(n); err != nil {
+			return fmt.Errorf("set SO_RCVBUF: %w", err)
+		}
+	}
+	return nil
 }
 
 // closeUnregistered closes a connection no processor has registered and
