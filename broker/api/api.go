@@ -58,6 +58,9 @@ type Config struct {
 	// InterBrokerListener.
 	Control             func(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 	InterBrokerListener string
+	// Listeners says how each listener, by name, authenticates its
+	// clients; a listener missing here is PLAINTEXT.
+	Listeners map[string]*ListenerAuth
 }
 
 // Handler serves the Kafka protocol: it implements network.Handler.
@@ -107,6 +110,13 @@ type call struct {
 // unknown API key, an unsupported version (except for ApiVersions) or a
 // body that does not decode closes the connection, with a Warn line.
 func (h *Handler) Handle(r *network.Request) {
+	if r.ApiKey == network.RawFrameApiKey {
+		h.handleRawSASLToken(r)
+		return
+	}
+	if !h.admit(r) {
+		return
+	}
 	a, ok := byKey[r.ApiKey]
 	if !ok {
 		h.lg.Warn("closing connection: unknown api key", "api_key", r.ApiKey, "api_version", r.ApiVersion,

@@ -2,6 +2,7 @@ package channel
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // Errors given to callbacks. A callback can also get an error wrapping
@@ -66,6 +68,16 @@ type Config struct {
 	// Dial opens connections; nil uses a net.Dialer. The context carries
 	// the attempt's deadline and is cancelled when the sender stops.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLS, when not nil, wraps each connection in TLS (an SSL or SASL_SSL
+	// inter-broker listener); its ServerName is set from the address when
+	// empty, for host name verification.
+	TLS *tls.Config
+	// SASL, when not nil, authenticates each connection after the
+	// ApiVersions exchange (SaslHandshake v1 and SaslAuthenticate, as
+	// Kafka's inter-broker clients do), with
+	// sasl.mechanism.inter.broker.protocol and the listener's JAAS
+	// credentials.
+	SASL sasl.Mechanism
 	// ReuseResponseBuffer reads every Fetch response of a connection
 	// into one buffer kept for the connection's life instead of a new
 	// one each: what a replica fetcher wants (responses of megabytes,

@@ -3,6 +3,7 @@ package channel
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // The ApiVersions request a new connection starts with. v3 is the first
@@ -45,6 +47,9 @@ type conn struct {
 	// one (Config.ReuseResponseBuffer).
 	reuse bool
 	rbuf  []byte
+	// reauthAt is when to replace the connection before the broker's
+	// SASL session lifetime ends (zero: never).
+	reauthAt time.Time
 }
 
 // dial connects to addr and learns the broker's API versions. ctx is the
@@ -56,6 +61,19 @@ func dial(ctx context.Context, cfg *Config, formatr *kmsg.RequestFormatter, addr
 	nc, err := cfg.Dial(dctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial: %w", err)
+	}
+	if cfg.TLS != nil {
+		tcfg := cfg.TLS
+		if tcfg.ServerName == "" {
+			tcfg = tcfg.Clone()
+			tcfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(nc, tcfg)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("TLS handshake: %w", err)
+		}
+		nc = tc
 	}
 	c := &conn{
 		nc:      nc,
@@ -69,7 +87,62 @@ func dial(ctx context.Context, cfg *Config, formatr *kmsg.RequestFormatter, addr
 		c.close()
 		return nil, err
 	}
+	if cfg.SASL != nil {
+		if err := c.authenticate(dctx, cfg.SASL, addr); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// authenticate runs SASL on a new connection: SaslHandshake v1 for the
+// mechanism, then SaslAuthenticate with each token of franz-go's client
+// side of it until the mechanism is done.
+func (c *conn) authenticate(ctx context.Context, m sasl.Mechanism, addr string) error {
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = m.Name()
+	resp, err := c.roundTrip(hs)
+	if err != nil {
+		return fmt.Errorf("SASL: %w", err)
+	}
+	if err := kerr.ErrorForCode(resp.(*kmsg.SASLHandshakeResponse).ErrorCode); err != nil {
+		return fmt.Errorf("SASL: SaslHandshake %s: %w (the broker enables %v)", m.Name(), err,
+			resp.(*kmsg.SASLHandshakeResponse).SupportedMechanisms)
+	}
+	session, msg, err := m.Authenticate(ctx, addr)
+	if err != nil {
+		return fmt.Errorf("SASL %s: %w", m.Name(), err)
+	}
+	for range 8 {
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SASLAuthBytes = msg
+		raw, err := c.roundTrip(req)
+		if err != nil {
+			return fmt.Errorf("SASL %s: %w", m.Name(), err)
+		}
+		ar := raw.(*kmsg.SASLAuthenticateResponse)
+		if err := kerr.ErrorForCode(ar.ErrorCode); err != nil {
+			if ar.ErrorMessage != nil {
+				return fmt.Errorf("SASL %s: %w: %s", m.Name(), err, *ar.ErrorMessage)
+			}
+			return fmt.Errorf("SASL %s: %w", m.Name(), err)
+		}
+		done, next, err := session.Challenge(ar.SASLAuthBytes)
+		if err != nil {
+			return fmt.Errorf("SASL %s: %w", m.Name(), err)
+		}
+		if done {
+			if life := time.Duration(ar.SessionLifetimeMillis) * time.Millisecond; life > 0 {
+				// Kafka's clients re-authenticate at 85-95% of the
+				// lifetime; this one reconnects at 90%.
+				c.reauthAt = time.Now().Add(life * 9 / 10)
+			}
+			return nil
+		}
+		msg = next
+	}
+	return fmt.Errorf("SASL %s: the exchange did not end", m.Name())
 }
 
 func (c *conn) close() {

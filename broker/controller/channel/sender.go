@@ -235,6 +235,12 @@ func (s *sender) deliver(it *item) (kmsg.Response, error) {
 
 // attempt connects if need be and sends req once.
 func (s *sender) attempt(req kmsg.Request) (kmsg.Response, error) {
+	if s.conn != nil && !s.conn.reauthAt.IsZero() && !time.Now().Before(s.conn.reauthAt) {
+		// The broker's SASL session lifetime (connections.max.reauth.ms)
+		// is nearly over: a new connection authenticates afresh, where
+		// the old one would be closed at its next request.
+		s.closeConn()
+	}
 	if s.conn == nil {
 		c, err := dial(s.ctx, &s.m.cfg, s.m.formatr, s.addr)
 		if err != nil {
