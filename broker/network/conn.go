@@ -36,6 +36,9 @@ type conn struct {
 	rawFrames bool
 	// attachment is the handler's, per connection (Request.Attachment).
 	attachment atomic.Value
+	// throttled: muted until throttledUntil for a quota (processor.throttle).
+	throttled      bool
+	throttledUntil time.Time
 
 	opened     time.Time
 	lastActive time.Time

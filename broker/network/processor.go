@@ -92,6 +92,12 @@ type processor struct {
 	draining bool // graceful shutdown: no more reads
 	now      time.Time
 	nextIdle time.Time
+	// throttled are the connections muted for a quota (Request.SetThrottle)
+	// and throttleEnd the earliest of their ends; wakeAt is the deadline
+	// of the current wait (pollTimeout).
+	throttled   []*conn
+	throttleEnd time.Time
+	wakeAt      time.Time
 
 	// statistics, for Server.Stats
 	statsMu       sync.Mutex
@@ -187,12 +193,12 @@ func (p *processor) wait(timeoutMs int) (int, error) {
 	if timeoutMs == 0 {
 		return unix.EpollWait(p.epfd, p.events, 0)
 	}
-	// A positive timeout runs to the next idle check (see pollTimeout):
-	// that instant is the deadline, so it changes once per check, not on
-	// every turn.
+	// A positive timeout runs to the next idle check or throttle end
+	// (see pollTimeout): that instant is the deadline, so it changes once
+	// per check, not on every turn.
 	var deadline time.Time
 	if timeoutMs > 0 {
-		deadline = p.nextIdle
+		deadline = p.wakeAt
 	}
 	if !deadline.Equal(p.deadline) {
 		if err := p.epFile.SetReadDeadline(deadline); err != nil {
@@ -364,6 +370,9 @@ func (p *processor) run() {
 		if woken && p.drainInbox() {
 			return
 		}
+		if len(p.throttled) > 0 && !p.now.Before(p.throttleEnd) {
+			p.unthrottle()
+		}
 		p.runReads()
 		p.flushAll()
 		if every > 0 && !p.nextIdle.IsZero() && !p.now.Before(p.nextIdle) {
@@ -389,10 +398,14 @@ func (p *processor) pollTimeout() int {
 	if len(p.flushList) > 0 || (len(p.runnable) > 0 && !p.queueBlocked && !p.memBlocked && !p.draining) {
 		return 0
 	}
-	if p.nextIdle.IsZero() {
+	p.wakeAt = p.nextIdle
+	if len(p.throttled) > 0 && (p.wakeAt.IsZero() || p.throttleEnd.Before(p.wakeAt)) {
+		p.wakeAt = p.throttleEnd
+	}
+	if p.wakeAt.IsZero() {
 		return -1
 	}
-	d := time.Until(p.nextIdle)
+	d := time.Until(p.wakeAt)
 	if d <= 0 {
 		return 0
 	}
@@ -505,7 +518,7 @@ func (p *processor) markFlush(c *conn) {
 // wantsRead reports whether c has reading to do that it may do now, ignoring
 // the processor-wide stops (full request queue, draining).
 func (p *processor) wantsRead(c *conn) bool {
-	if c.closed || c.closing {
+	if c.closed || c.closing || c.throttled {
 		return false
 	}
 	if c.parked != nil {
@@ -516,7 +529,7 @@ func (p *processor) wantsRead(c *conn) bool {
 
 // canRead reports whether more bytes of c may be read and framed now.
 func (p *processor) canRead(c *conn) bool {
-	return !c.closed && !c.closing && c.parked == nil && c.inFlight < len(c.ring) &&
+	return !c.closed && !c.closing && !c.throttled && c.parked == nil && c.inFlight < len(c.ring) &&
 		!p.queueBlocked && !p.memBlocked && !p.draining
 }
 
@@ -780,6 +793,9 @@ func (p *processor) deliver(r *Request) {
 			if r.ctl.closeAfter {
 				c.closing = true
 			}
+			if r.ctl.throttle > 0 {
+				p.throttle(c, r.ctl.throttle)
+			}
 		case completeNoResponse:
 			c.inFlight--
 			r.release(nil)
@@ -797,6 +813,48 @@ func (p *processor) deliver(r *Request) {
 	if p.wantsRead(c) {
 		p.markRunnable(c)
 	}
+}
+
+// throttle mutes c for d from now, as Kafka mutes a channel for the
+// throttle time of a quota violation (KIP-219): its next requests stay in
+// the socket until then, responses still go out.
+func (p *processor) throttle(c *conn, d time.Duration) {
+	until := p.now.Add(d)
+	if c.throttled {
+		if until.After(c.throttledUntil) {
+			c.throttledUntil = until
+		}
+	} else {
+		c.throttled, c.throttledUntil = true, until
+		p.throttled = append(p.throttled, c)
+	}
+	if len(p.throttled) == 1 || until.Before(p.throttleEnd) {
+		p.throttleEnd = until
+	}
+}
+
+// unthrottle unmutes the connections whose throttle time is over and
+// finds the next end.
+func (p *processor) unthrottle() {
+	keep := p.throttled[:0]
+	var next time.Time
+	for _, c := range p.throttled {
+		switch {
+		case c.closed:
+		case !p.now.Before(c.throttledUntil):
+			c.throttled = false
+			if p.wantsRead(c) {
+				p.markRunnable(c)
+			}
+		default:
+			keep = append(keep, c)
+			if next.IsZero() || c.throttledUntil.Before(next) {
+				next = c.throttledUntil
+			}
+		}
+	}
+	clear(p.throttled[len(keep):])
+	p.throttled, p.throttleEnd = keep, next
 }
 
 // maybeClose closes c if it has finished: CloseConnection reached with

@@ -112,6 +112,7 @@ type connControl struct {
 	setMax     bool
 	raw        int8 // 1: raw frames on, -1: off, 0: unchanged
 	closeAfter bool
+	throttle   time.Duration
 }
 
 type completion uint8
@@ -169,6 +170,14 @@ func (r *Request) SetRawFrames(on bool) {
 // then the connection ends). Responses of later requests are dropped.
 // Call before Respond.
 func (r *Request) CloseAfterResponse() { r.ctl.closeAfter = true }
+
+// SetThrottle mutes the connection for d once this request's response is
+// queued: no request of it is read until then, while responses still go
+// out. It is how a quota violation holds a client back (Kafka's
+// KIP-219: the response says throttle_time_ms, and the broker mutes the
+// channel for that long, so a client that ignores the field is held
+// anyway). Call before Respond; it applies to responses only.
+func (r *Request) SetThrottle(d time.Duration) { r.ctl.throttle = d }
 
 // Attachment is the handler's slot for state it keeps per connection,
 // such as its SASL authentication; the network layer never reads it, and

@@ -296,3 +296,25 @@ func TestMaxRequestSizeBeforeAuth(t *testing.T) {
 	c.send(big)
 	require.Equal(t, big[4:], c.readResponse())
 }
+
+// TestThrottle: a response with a throttle mutes its connection: the next
+// request, sent at once, is read only when the throttle time is over,
+// while another connection is served meanwhile.
+func TestThrottle(t *testing.T) {
+	const d = 300 * time.Millisecond
+	s := startServer(t, Config{}, HandlerFunc(func(r *Request) {
+		if r.CorrelationID == 1 {
+			r.SetThrottle(d)
+		}
+		echo(r)
+	}))
+	c := dial(t, s.addr)
+	other := dial(t, s.addr)
+	start := time.Now()
+	c.roundTrip(1, nil)
+	c.send(frame(18, 3, 2, ptr("rt"), nil))
+	other.roundTrip(3, nil)
+	require.Less(t, time.Since(start), d, "another connection is not held")
+	c.readResponse()
+	require.GreaterOrEqual(t, time.Since(start), d, "the next request waited for the throttle")
+}
