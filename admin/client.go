@@ -64,7 +64,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	}
 	fs.StringSliceVarP(&o.Brokers, "brokers", "b", strings.Split(def, ","), "seed brokers host:port, comma separated (env QK_BROKERS)")
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "timeout of each request to the cluster")
-	fs.StringArrayVarP(&o.Settings, "client-set", "X", nil, "client setting key=value (client.id, dial.timeout, retries)")
+	fs.StringArrayVarP(&o.Settings, "client-set", "X", nil, "client setting key=value: client.id, dial.timeout, retries; TLS and SASL by librdkafka's or Java's names (security.protocol, sasl.mechanism, sasl.username, sasl.password, sasl.jaas.config, ssl.ca.location, ssl.certificate.location, ssl.key.location, ...)")
 	fs.StringVar(&o.Profile, "profile", os.Getenv(EnvProfile), "connection profile from $XDG_CONFIG_HOME/qk/qk.yaml (env QK_PROFILE; default: the file's current)")
 }
 
@@ -134,10 +134,17 @@ func (o *Options) kgoOpts() ([]kgo.Opt, error) {
 		kgo.DialTimeout(o.Timeout),
 		kgo.RequestTimeoutOverhead(o.Timeout),
 	}
+	var sec Security
 	for _, kv := range o.Settings {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, fmt.Errorf("-X %q: want key=value", kv)
+			return nil, fmt.Errorf("-X %q: want key=value", redactMalformed(kv))
+		}
+		if isSec, err := sec.Set(k, v); isSec {
+			if err != nil {
+				return nil, fmt.Errorf("-X %w", err)
+			}
+			continue
 		}
 		switch k {
 		case "client.id":
@@ -155,10 +162,33 @@ func (o *Options) kgoOpts() ([]kgo.Opt, error) {
 			}
 			opts = append(opts, kgo.RequestRetries(n))
 		default:
-			return nil, fmt.Errorf("-X %s: unknown client setting (client.id, dial.timeout, retries)", k)
+			return nil, fmt.Errorf("-X %s: unknown client setting (%s)", k, strings.Join(ClientSettings(), ", "))
 		}
 	}
+	secOpts, err := sec.Opts()
+	if err != nil {
+		return nil, fmt.Errorf("client settings: %w", err)
+	}
+	opts = append(opts, secOpts...)
 	return append(opts, o.extra...), nil
+}
+
+// ClientSettings lists the settings -X and profiles take: client.id,
+// dial.timeout, retries and the TLS and SASL settings.
+func ClientSettings() []string {
+	return append([]string{"client.id", "dial.timeout", "retries"}, SecuritySettings()...)
+}
+
+// redactMalformed is a -X value without '=' as an error may show it:
+// whatever follows a secret setting's name (a mistyped separator, as in
+// sasl.password:x) is hidden.
+func redactMalformed(kv string) string {
+	for _, st := range securitySettings {
+		if st.secret && strings.HasPrefix(kv, st.name) && len(kv) > len(st.name) {
+			return st.name + Hidden
+		}
+	}
+	return kv
 }
 
 // Dial connects to the cluster and checks that a seed broker answers, so
@@ -205,4 +235,30 @@ func (o *Options) DialKgo(ctx context.Context, extra ...kgo.Opt) (*Client, error
 	x := *o
 	x.extra = append(x.extra, extra...)
 	return x.Dial(ctx)
+}
+
+// TakeSecurity moves the TLS and SASL settings out of props, Kafka client
+// properties read from source (--command-config FILE, --producer.config
+// FILE), into the settings, ahead of -X so that -X still wins; call it
+// before Resolve. Each value is checked here, so an error names source;
+// no error quotes a secret.
+func (o *Options) TakeSecurity(source string, props map[string]string) error {
+	var keys []string
+	for k := range props {
+		if IsSecuritySetting(k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	set := make([]string, 0, len(keys))
+	var sec Security
+	for _, k := range keys {
+		if _, err := sec.Set(k, props[k]); err != nil {
+			return fmt.Errorf("%s: %w", source, err)
+		}
+		set = append(set, k+"="+props[k])
+		delete(props, k)
+	}
+	o.Settings = append(set, o.Settings...)
+	return nil
 }

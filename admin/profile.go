@@ -25,8 +25,16 @@ import (
 //	    client:
 //	      client.id: ops
 //
-// Client settings are what -X takes. Profile names are matched without
-// regard to case.
+// Client settings are what -X takes, TLS and SASL too:
+//
+//	client:
+//	  security.protocol: sasl_ssl
+//	  sasl.mechanism: SCRAM-SHA-512
+//	  sasl.username: ops
+//	  sasl.password: "..."
+//	  ssl.ca.location: /etc/kafka/ca.pem
+//
+// Profile names are matched without regard to case.
 type Profile struct {
 	Brokers []string          `mapstructure:"brokers"`
 	Timeout time.Duration     `mapstructure:"timeout"`
@@ -78,6 +86,9 @@ func LoadProfile(path, name string) (*Profile, error) {
 		if top != "current" && top != "profiles" {
 			return nil, fmt.Errorf("config %s: unknown key %q (want current, profiles)", path, top)
 		}
+		if err := checkSecret(v, k); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
 	}
 	if name == "" {
 		name = v.GetString("current")
@@ -108,4 +119,21 @@ func LoadProfile(path, name string) (*Profile, error) {
 
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// checkSecret refuses a secret client setting (sasl.password, ...) whose
+// value is not a plain string, before the decoder does: its error would
+// quote the value.
+func checkSecret(v *viper.Viper, key string) error {
+	parts := strings.Split(key, profileKeyDelim)
+	if len(parts) < 4 || parts[0] != "profiles" || parts[2] != "client" || !IsSecret(parts[3]) {
+		return nil
+	}
+	switch v.Get(key).(type) {
+	case string, int, int64, float64, bool:
+		if len(parts) == 4 {
+			return nil
+		}
+	}
+	return fmt.Errorf("profile %s: client %s: want a string (quote it)", parts[1], parts[3])
 }

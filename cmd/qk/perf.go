@@ -126,7 +126,9 @@ Producer settings take Kafka's property names, in --producer.config FILE and
 bootstrap.servers, client.id, acks, enable.idempotence, linger.ms, batch.size,
 compression.type, max.in.flight.requests.per.connection, buffer.memory,
 buffer.records (qk: most records buffered), request.timeout.ms, retries,
-delivery.timeout.ms, transactional.id. --acks, --compression, --linger and
+delivery.timeout.ms, transactional.id, and the TLS and SASL settings
+(security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location,
+..., as -X takes them). --acks, --compression, --linger and
 --batch-max-bytes, when given, win over the properties. Defaults are Kafka's
 client defaults: acks=all with idempotence, linger.ms=5 (Kafka 4.0); batches
 are franz-go's (up to 1000012 bytes) unless batch.size or --batch-max-bytes is
@@ -173,6 +175,10 @@ exits 1 after printing the statistics.`,
 					return fmt.Errorf("--producer-props %q: want key=value", kv)
 				}
 				kp[k] = v
+			}
+			// TLS and SASL properties are the connection's.
+			if err := conn.TakeSecurity("producer properties", kp); err != nil {
+				return err
 			}
 			pc := perf.NewProducerConfig()
 			if err := pc.SetAll(kp); err != nil {
@@ -326,7 +332,8 @@ Consumer settings take Kafka's property names in --consumer.config: bootstrap.se
 client.id, group.id, group.instance.id, fetch.max.bytes, max.partition.fetch.bytes,
 fetch.min.bytes, fetch.max.wait.ms, auto.offset.reset, enable.auto.commit,
 auto.commit.interval.ms, session.timeout.ms, heartbeat.interval.ms,
-max.poll.interval.ms, isolation.level, check.crcs. --group, --fetch-size and
+max.poll.interval.ms, isolation.level, check.crcs, and the TLS and SASL
+settings as -X takes them. --group, --fetch-size and
 --from-latest, when given, win over the file. Offsets are auto-committed, and
 committed on exit, as Kafka's consumer does.`,
 		Example: `  qk perf consume --topic perf --messages 1000000
@@ -340,6 +347,9 @@ committed on exit, as Kafka's consumer does.`,
 				p, err := perf.LoadProperties(config)
 				if err != nil {
 					return fmt.Errorf("--consumer.config: %w", err)
+				}
+				if err := conn.TakeSecurity("--consumer.config "+config, p); err != nil {
+					return err
 				}
 				if err := cc.SetAll(p); err != nil {
 					return err

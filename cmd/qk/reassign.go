@@ -84,7 +84,9 @@ does, with its flags, its output lines and its JSON files. Exactly one action:
 
 The cluster is --bootstrap-server (or qk's -b, $QK_BROKERS or --profile);
 --command-config reads Kafka admin client properties (bootstrap.servers,
-client.id, request.timeout.ms, default.api.timeout.ms). --timeout is Kafka's: the ms to wait
+client.id, request.timeout.ms, default.api.timeout.ms, and TLS and SASL:
+security.protocol, sasl.mechanism, sasl.jaas.config, ssl.truststore.location,
+ssl.keystore.location, ssl.key.password, ...). --timeout is Kafka's: the ms to wait
 for log dir moves to begin; qk's request timeout is --request-timeout here.`,
 		Example: `  # Propose moving two topics to brokers 3, 4 and 5
   echo '{"version":1,"topics":[{"topic":"orders"},{"topic":"payments"}]}' > move.json
@@ -235,9 +237,11 @@ func reassignAction(f *pflag.FlagSet, actions map[string]*bool) (string, error) 
 }
 
 // applyCommandConfig reads Kafka admin client properties into o and
-// returns bootstrap.servers, if set. Flags given win. Properties qk's
-// client cannot honour (security settings) are refused rather than
-// ignored, so a command never runs with less than was asked.
+// returns bootstrap.servers, if set. Flags given win. The TLS and SASL
+// properties (security.protocol, sasl.jaas.config, ssl.truststore.location,
+// ...) go to the client settings; properties qk's client cannot honour
+// are refused rather than ignored, so a command never runs with less than
+// was asked.
 func applyCommandConfig(f *pflag.FlagSet, o *admin.Options, path string) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -247,8 +251,12 @@ func applyCommandConfig(f *pflag.FlagSet, o *admin.Options, path string) ([]stri
 	if err != nil {
 		return nil, fmt.Errorf("--command-config %s: %w", path, err)
 	}
+	m := javaprops.Map(props)
+	if err := o.TakeSecurity("--command-config "+path, m); err != nil {
+		return nil, err
+	}
 	var brokers []string
-	for k, v := range javaprops.Map(props) {
+	for k, v := range m {
 		switch k {
 		case "bootstrap.servers":
 			brokers = strings.Split(v, ",")
@@ -263,7 +271,7 @@ func applyCommandConfig(f *pflag.FlagSet, o *admin.Options, path string) ([]stri
 				o.Timeout = time.Duration(ms) * time.Millisecond
 			}
 		default:
-			return nil, fmt.Errorf("--command-config %s: admin client property %q is not supported by qk (bootstrap.servers, client.id, request.timeout.ms, default.api.timeout.ms)", path, k)
+			return nil, fmt.Errorf("--command-config %s: admin client property %q is not supported by qk (bootstrap.servers, client.id, request.timeout.ms, default.api.timeout.ms, %s)", path, k, strings.Join(admin.SecuritySettings(), ", "))
 		}
 	}
 	return brokers, nil

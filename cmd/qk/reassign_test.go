@@ -269,9 +269,9 @@ func TestReassignPartitionsKfake(t *testing.T) {
 		out, _, err := runQK(t, "reassign-partitions", "--command-config", props, "--list")
 		require.NoError(t, err)
 		require.Equal(t, "No partition reassignments found.\n", out)
-		props = writeFile(t, "tls.properties", "security.protocol=SSL\n")
+		props = writeFile(t, "kerberos.properties", "sasl.kerberos.service.name=kafka\n")
 		_, _, err = runQK(t, "reassign-partitions", "--command-config", props, "--list")
-		require.ErrorContains(t, err, `admin client property "security.protocol" is not supported by qk`)
+		require.ErrorContains(t, err, `admin client property "sasl.kerberos.service.name" is not supported by qk`)
 	})
 }
 

@@ -52,7 +52,8 @@ type JAAS struct {
 
 // ParseJAAS parses a sasl.jaas.config value as Kafka's JaasConfig does:
 // `<module> <flag> key="value" ... ;` (values quoted or bare; one login
-// module, ending in a semicolon).
+// module, ending in a semicolon). The value holds passwords, so its errors
+// quote none of it: they say what is wrong and where.
 func ParseJAAS(s string) (JAAS, error) {
 	s = strings.TrimSpace(s)
 	if !strings.HasSuffix(s, ";") {
@@ -70,12 +71,12 @@ func ParseJAAS(s string) (JAAS, error) {
 	switch j.Flag {
 	case "required", "requisite", "sufficient", "optional":
 	default:
-		return JAAS{}, fmt.Errorf("sasl.jaas.config: login module control flag %q is not required, requisite, sufficient or optional", j.Flag)
+		return JAAS{}, fmt.Errorf("sasl.jaas.config: the login module's control flag (the word after its class name) is not required, requisite, sufficient or optional")
 	}
-	for _, kv := range toks[2:] {
+	for i, kv := range toks[2:] {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return JAAS{}, fmt.Errorf("sasl.jaas.config: option %q is not key=value", kv)
+			return JAAS{}, fmt.Errorf("sasl.jaas.config: option %d of the login module is not key=value", i+1)
 		}
 		j.Options[k] = v
 	}
