@@ -166,6 +166,22 @@ type Broker struct {
 	TransactionalIDExpirationMs          int   `config:"transactional.id.expiration.ms"`
 	ProducerIDExpirationMs               int   `config:"producer.id.expiration.ms"`
 
+	// SASLMechanismInterBrokerProtocol is sasl.mechanism.inter.broker.protocol,
+	// upper-cased; Load checks that the inter-broker listener enables it
+	// when that listener is SASL_PLAINTEXT or SASL_SSL.
+	SASLMechanismInterBrokerProtocol string `config:"sasl.mechanism.inter.broker.protocol"`
+	// AuthorizerClassName is authorizer.class.name: empty (no
+	// authorization), AclAuthorizer or SimpleAclAuthorizer.
+	AuthorizerClassName string `config:"authorizer.class.name"`
+	// SuperUsers is super.users split on ';', trimmed, empty entries
+	// dropped: principals such as "User:admin".
+	SuperUsers                []string
+	AllowEveryoneIfNoACLFound bool `config:"allow.everyone.if.no.acl.found"`
+	// QuotaWindowNum samples of QuotaWindowSizeSeconds each measure the
+	// client quotas.
+	QuotaWindowNum         int `config:"quota.window.num"`
+	QuotaWindowSizeSeconds int `config:"quota.window.size.seconds"`
+
 	// HTTPListener is qk.http.listener, host:port of the admin HTTP server;
 	// empty disables it.
 	HTTPListener string `config:"qk.http.listener"`
@@ -178,6 +194,11 @@ type Broker struct {
 	dynDefault map[string]value // dynamic cluster-wide
 	dynBroker  map[string]value // dynamic for this broker
 	eff        map[string]value // dynBroker > dynDefault > static
+
+	// listenerKeys are the listener-prefixed settings in static, parsed.
+	listenerKeys map[string]listenerKey
+	// security is ListenerSecurity of each listener, by name.
+	security map[string]ListenerSecurity
 }
 
 // value is a normalized raw value and where it came from.
@@ -190,11 +211,18 @@ type value struct {
 // fields.
 func newBroker(static, dynDefault, dynBroker map[string]value) (*Broker, error) {
 	b := &Broker{static: map[string]value{}, dynDefault: map[string]value{}, dynBroker: map[string]value{}, eff: map[string]value{}}
+	// Listener-prefixed settings (static only: they are read-only) are
+	// checked once the listeners are known.
+	prefixed := map[string]value{}
 	for _, l := range []struct {
 		in, out map[string]value
 	}{{static, b.static}, {dynDefault, b.dynDefault}, {dynBroker, b.dynBroker}} {
 		for _, name := range slices.Sorted(maps.Keys(l.in)) {
 			v := l.in[name]
+			if strings.HasPrefix(name, listenerPrefix) {
+				prefixed[name] = v
+				continue
+			}
 			norm, err := brokerKeys[name].Normalize(v.Raw)
 			if err != nil {
 				return nil, withSource(err, v.Source)
@@ -207,6 +235,12 @@ func newBroker(static, dynDefault, dynBroker map[string]value) (*Broker, error) 
 		return nil, err
 	}
 	if err := b.resolve(); err != nil {
+		return nil, err
+	}
+	if err := b.addListenerKeys(prefixed); err != nil {
+		return nil, err
+	}
+	if err := b.resolveSecurity(); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -229,6 +263,9 @@ func (b *Broker) Value(name string) (string, Source, bool) {
 // valueErr builds a cross-setting error about the effective value of name.
 func (b *Broker) valueErr(name, problem, want string) error {
 	v := b.eff[name]
+	if k := b.keyOf(name); k != nil && k.Sensitive() {
+		v.Raw = hidden
+	}
 	return &ValueError{Key: name, Value: v.Raw, Source: v.Source, Problem: problem, Want: want}
 }
 
@@ -418,10 +455,6 @@ func (b *Broker) resolveListeners() error {
 			return b.valueErr("listeners", "no security protocol for listener "+l.Name,
 				"a listener name mapped by listener.security.protocol.map, or PLAINTEXT")
 		}
-		if p != "PLAINTEXT" {
-			return b.valueErr("listeners", fmt.Sprintf("listener %s uses %s", l.Name, p),
-				"PLAINTEXT listeners: qk does not serve "+p+" yet")
-		}
 		ls[i].SecurityProtocol = p
 	}
 	b.Listeners = ls
@@ -462,27 +495,41 @@ func (b *Broker) resolveListeners() error {
 
 // Print writes the effective configuration, one key=value per line sorted
 // by key, each with its source, as `qk broker start --print-config` shows
-// it. Unset settings print null, passwords [hidden]; a setting whose value
-// is not used because a higher-precedence one is set says by which.
+// it: every broker setting, and the listener-prefixed settings that are
+// set. Unset settings print null, passwords (sasl.jaas.config among them)
+// [hidden]; a setting whose value is not used because a higher-precedence
+// one is set says by which.
 func (b *Broker) Print(w io.Writer) error {
 	shadow := b.overridden()
-	for _, k := range BrokerKeys() {
-		v, ok := b.eff[k.Name]
+	for _, name := range b.names() {
+		k := b.keyOf(name)
+		v, ok := b.eff[name]
 		raw, src := "null", "default"
 		if ok {
 			raw, src = v.Raw, v.Source.String()
 		}
 		if ok && k.Sensitive() {
-			raw = "[hidden]"
+			raw = hidden
 		}
-		if by := shadow[k.Name]; by != "" {
+		if by := shadow[name]; by != "" {
 			src += "; overridden by " + by
 		}
-		if _, err := fmt.Fprintf(w, "%s=%s (%s)\n", k.Name, raw, src); err != nil {
+		if _, err := fmt.Fprintf(w, "%s=%s (%s)\n", name, raw, src); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// names returns every broker setting's name and the listener-prefixed
+// settings that are set, sorted.
+func (b *Broker) names() []string {
+	out := slices.Collect(maps.Keys(brokerKeys))
+	for name := range b.listenerKeys {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // overridden maps each set setting that loses to another to the winner.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // ConfigSource is where a described value comes from, with the numbers of
@@ -64,7 +65,7 @@ type Synonym struct {
 func (b *Broker) synonyms(names []string) []Synonym {
 	var out []Synonym
 	add := func(name string, v *string, src ConfigSource) {
-		if brokerKeys[name].Sensitive() {
+		if b.keyOf(name).Sensitive() {
 			v = nil
 		}
 		out = append(out, Synonym{Name: name, Value: v, Source: src})
@@ -85,7 +86,7 @@ func (b *Broker) synonyms(names []string) []Synonym {
 		}
 	}
 	for _, n := range names {
-		if k := brokerKeys[n]; !k.Null {
+		if k := brokerKeys[n]; k != nil && !k.Null { // a listener-prefixed name has no default
 			def := k.Default
 			if n == HTTPAdvertisedListenerKey {
 				def = b.HTTPAdvertisedListener // the broker's own "default"
@@ -99,10 +100,13 @@ func (b *Broker) synonyms(names []string) []Synonym {
 func ptr(s string) *string { return &s }
 
 // DescribeBroker answers DescribeConfigs for this broker's resource (its
-// id): every broker setting, sorted by name. As in Kafka, a setting's
-// synonyms start at its own name: describing log.retention.hours lists
-// log.retention.hours values only, log.retention.ms lists all three
-// (ms, minutes, hours).
+// id): every broker setting, and the listener-prefixed settings that are
+// set, sorted by name. As in Kafka, a setting's synonyms start at its own
+// name: describing log.retention.hours lists log.retention.hours values
+// only, log.retention.ms lists all three (ms, minutes, hours); a
+// listener-prefixed setting lists itself, then its unprefixed key
+// (listener.name.client.plain.sasl.jaas.config: sasl.jaas.config), as
+// Kafka's DynamicBrokerConfig.brokerConfigSynonyms does.
 func DescribeBroker(b *Broker) []Entry {
 	keys := BrokerKeys()
 	out := make([]Entry, 0, len(keys))
@@ -125,6 +129,23 @@ func DescribeBroker(b *Broker) []Entry {
 		}
 		out = append(out, e)
 	}
+	for _, name := range slices.Sorted(maps.Keys(b.listenerKeys)) {
+		k := b.listenerKeys[name].Base
+		e := Entry{
+			Name:      name,
+			Source:    ConfigSourceStaticBroker,
+			ReadOnly:  true,
+			Sensitive: k.Sensitive(),
+			Synonyms:  b.synonyms([]string{name, k.Name}),
+			Type:      k.Type,
+			Doc:       k.Doc,
+		}
+		if !k.Sensitive() {
+			e.Value = ptr(b.eff[name].Raw)
+		}
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -210,6 +231,11 @@ func DescribeTopic(overrides map[string]string, b *Broker) []Entry {
 // *ValueError.
 func ValidateBrokerConfig(key, value string, perBroker bool) error {
 	k, ok := brokerKeys[key]
+	if !ok && strings.HasPrefix(key, listenerPrefix) {
+		// Kafka alters some per broker (key stores, for certificate
+		// rotation); qk reads them at start-up only.
+		return fmt.Errorf("%w %s: listener-prefixed settings are read at start-up; set it in the config file and restart", ErrReadOnly, key)
+	}
 	if !ok {
 		return fmt.Errorf("%w %q", ErrUnknownBrokerConfig, key)
 	}

@@ -77,8 +77,56 @@
 //
 // Only effective values are checked, so --set can repair a bad file.
 // Cross-setting rules are Kafka's: the resolved retention is -1 or ≥ 1 ms,
-// the roll time ≥ 1 ms, every listener maps to a security protocol (qk
-// serves PLAINTEXT), advertised listeners name listeners, and so on.
+// the roll time ≥ 1 ms, every listener maps to a security protocol,
+// advertised listeners name listeners, and so on.
+//
+// A setting qk accepts and does not act on (Key.Unused: JSSE class and
+// algorithm names, client.quota.callback.class, the unprefixed
+// sasl.jaas.config) is a Warning when a source sets it; the Kerberos
+// settings (sasl.kerberos.*) are unknown keys with their own warning.
+//
+// # Security and listener-prefixed settings
+//
+// Every listener maps to PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. The
+// ssl.*, sasl.* (but sasl.mechanism.inter.broker.protocol) and
+// connections.max.reauth.ms settings (Key.PerListener) may be given for
+// one listener, as Kafka reads them, and then win for that listener:
+//
+//	listener.name.<listener name lower-cased>.<key>
+//	listener.name.client.ssl.keystore.location=/etc/qk/client.p12
+//	listener.name.<listener>.<mechanism lower-cased>.sasl.jaas.config
+//	listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=...
+//
+// A broker reads JAAS only in the second form (Kafka's
+// JaasContext.loadServerContext). Prefixed keys come from the file and
+// --set (listener and mechanism in any case there) and from the
+// environment as QK_LISTENER_NAME_<LISTENER>_<KEY>, the listener name as
+// in listeners and the key as in its own variable, '-' in a mechanism as
+// '_': QK_LISTENER_NAME_SASL_SSL_SSL_KEYSTORE_PASSWORD,
+// QK_LISTENER_NAME_SASL_SSL_SCRAM_SHA_512_SASL_JAAS_CONFIG. Such a
+// variable is matched against the listeners; one that fits two settings
+// (listeners A and A_PLAIN: QK_LISTENER_NAME_A_PLAIN_SASL_JAAS_CONFIG) is
+// ignored with a warning. A prefixed key is validated with its base key's
+// type and validator, keeps its source, is printed by Print (secrets as
+// [hidden]) and described by DescribeBroker with its base key as synonym,
+// and is read-only. A key prefixed with a listener that is not in
+// listeners is ignored with a warning, as Kafka ignores it (nothing reads
+// it). On a SASL_SSL listener only the prefixed ssl.client.auth counts,
+// as in Kafka.
+//
+// Broker.ListenerSecurity(name) is the resolved view of a listener.
+// Load refuses what qk cannot serve (it reads no key files):
+//
+//	SASL listener  every sasl.enabled.mechanisms in PLAIN, SCRAM-SHA-256,
+//	               SCRAM-SHA-512 (Kafka's default GSSAPI is not, so a SASL
+//	               listener always sets it); PLAIN needs
+//	               listener.name.<l>.plain.sasl.jaas.config
+//	SSL listener   ssl.keystore.location, or ssl.keystore.key with
+//	               ssl.keystore.certificate.chain and ssl.keystore.type=PEM
+//	inter-broker   on a SASL listener, sasl.mechanism.inter.broker.protocol
+//	               is one of its enabled mechanisms
+//	authorizer     authorizer.class.name empty, AclAuthorizer or
+//	               SimpleAclAuthorizer; super.users Type:name;...
 //
 // # Resolved settings
 //

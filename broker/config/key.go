@@ -162,23 +162,40 @@ type Key struct {
 	// ignored. qk does the same, so a file that works on Kafka means the
 	// same on qk.
 	DynamicOnly bool
+	// PerListener marks a broker setting that may also be given for one
+	// listener as listener.name.<listener name lower-cased>.<name>, which
+	// wins for that listener (Kafka's ListenerName.configPrefix): the
+	// ssl.* and sasl.* settings and connections.max.reauth.ms. See
+	// Broker.ListenerSecurity.
+	PerListener bool
+	// Unused, when not empty, says why qk accepts the setting but does not
+	// act on it (a Java class, a JSSE algorithm name). Load warns when a
+	// source sets it, so an operator knows the value has no effect.
+	Unused string
 }
 
 // Sensitive reports whether values of the key must never be shown.
 func (k *Key) Sensitive() bool { return k.Type == TypePassword }
+
+// hidden is how Print and error messages show a sensitive value.
+const hidden = "[hidden]"
 
 // Parse converts raw to the key's type and checks it against the key's
 // validator. The result is bool, int16 (short), int32 (int), int64 (long),
 // float64, string (string, class, password) or []string (list). The error
 // is a *ValueError without a source.
 func (k *Key) Parse(raw string) (any, error) {
+	shown := raw
+	if k.Sensitive() {
+		shown = hidden // an error message must not carry a secret either
+	}
 	v, problem := parseType(k.Type, raw)
 	if problem != "" {
-		return nil, &ValueError{Key: k.Name, Value: raw, Problem: problem, Want: k.want()}
+		return nil, &ValueError{Key: k.Name, Value: shown, Problem: problem, Want: k.want()}
 	}
 	if k.Valid != nil {
 		if err := k.Valid.Validate(v); err != nil {
-			return nil, &ValueError{Key: k.Name, Value: raw, Problem: err.Error(), Want: k.want()}
+			return nil, &ValueError{Key: k.Name, Value: shown, Problem: err.Error(), Want: k.want()}
 		}
 	}
 	return v, nil

@@ -19,8 +19,9 @@ type Listener struct {
 	Host string
 	// Port 0 lets the system choose, which tests use.
 	Port int
-	// SecurityProtocol is the protocol the name maps to; qk serves
-	// PLAINTEXT only.
+	// SecurityProtocol is the protocol the name maps to: PLAINTEXT, SSL,
+	// SASL_PLAINTEXT or SASL_SSL. Broker.ListenerSecurity has the
+	// listener's TLS and SASL settings.
 	SecurityProtocol string
 }
 

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -102,6 +103,9 @@ func Load(opts LoadOptions) (*Broker, []Warning, error) {
 	var warns []Warning
 	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelim))
 	src := map[string]Source{}
+	// Listener-prefixed values, lowest precedence first; which listener
+	// they name is known once every source has set listeners.
+	var cands []listenerCandidate
 
 	for _, k := range brokerKeys {
 		if !k.Null {
@@ -117,6 +121,10 @@ func Load(opts LoadOptions) (*Broker, []Warning, error) {
 		fsrc := Source{Kind: SourceFile, Name: opts.ConfigFile}
 		known := map[string]any{}
 		for _, name := range sortedNames(file) {
+			if strings.HasPrefix(name, listenerPrefix) {
+				cands = append(cands, listenerCandidate{name: name, raw: stringify(file[name]), src: fsrc})
+				continue
+			}
 			if k, ok := brokerKeys[name]; !ok || k.DynamicOnly {
 				warns = append(warns, unknownWarning(name, fsrc))
 				continue
@@ -132,6 +140,10 @@ func Load(opts LoadOptions) (*Broker, []Warning, error) {
 	env, ew := envLayer(opts.Env, opts.ClientEnv)
 	warns = append(warns, ew...)
 	for _, e := range env {
+		if e.listener {
+			cands = append(cands, listenerCandidate{name: e.name, raw: e.value, src: e.src})
+			continue
+		}
 		v.Set(e.name, e.value)
 		src[e.name] = e.src
 	}
@@ -143,6 +155,10 @@ func Load(opts LoadOptions) (*Broker, []Warning, error) {
 			return nil, nil, fmt.Errorf("config: --set %q: want key=value", s)
 		}
 		ssrc := Source{Kind: SourceSet}
+		if lower := strings.ToLower(name); strings.HasPrefix(lower, listenerPrefix) {
+			cands = append(cands, listenerCandidate{name: lower, raw: value, src: ssrc})
+			continue
+		}
 		if k, known := brokerKeys[name]; !known || k.DynamicOnly {
 			warns = append(warns, unknownWarning(name, ssrc))
 			continue
@@ -169,11 +185,29 @@ func Load(opts LoadOptions) (*Broker, []Warning, error) {
 		}
 		static[k.Name] = value{Raw: stringify(raw), Source: s}
 	}
+	prefixed, pw := resolveListenerCandidates(cands, listenerNames(static["listeners"].Raw))
+	warns = append(warns, pw...)
+	maps.Copy(static, prefixed)
 	b, err := newBroker(static, nil, nil)
 	if err != nil {
 		return nil, warns, err
 	}
-	return b, warns, nil
+	return b, append(warns, b.unusedWarnings()...), nil
+}
+
+// unusedWarnings warns about the settings a source sets that qk accepts
+// and does not act on (Key.Unused).
+func (b *Broker) unusedWarnings() []Warning {
+	var out []Warning
+	for _, name := range slices.Sorted(maps.Keys(b.static)) {
+		v := b.static[name]
+		k := b.keyOf(name)
+		if k.Unused == "" || v.Source.Kind == SourceDefault || b.listenerKeys[name].Mechanism != "" {
+			continue
+		}
+		out = append(out, Warning{Key: name, Source: v.Source, Message: "accepted, not used: " + k.Unused})
+	}
+	return out
 }
 
 // keyDelim replaces viper's "." so Kafka's dotted names stay flat keys;
@@ -231,6 +265,9 @@ func fileFormat(path string) string {
 type envValue struct {
 	name, value string
 	src         Source
+	// listener marks a QK_LISTENER_NAME_ variable, whose name is the
+	// variable until the listeners are known (matchListenerEnv).
+	listener bool
 }
 
 // envLayer maps QK_ variables to broker settings. A variable matches a
@@ -251,6 +288,10 @@ func envLayer(environ, clientEnv []string) ([]envValue, []Warning) {
 		name, known := envNames[k]
 		if known && brokerKeys[name].DynamicOnly {
 			warns = append(warns, unknownWarning(name, src))
+			continue
+		}
+		if !known && strings.HasPrefix(k, envListenerPrefix) {
+			out = append(out, envValue{name: k, value: val, src: src, listener: true})
 			continue
 		}
 		if !known {
@@ -277,6 +318,8 @@ var kraftOnly = map[string]bool{
 func unknownWarning(name string, src Source) Warning {
 	msg := "unknown key, ignored"
 	switch {
+	case strings.HasPrefix(name, "sasl.kerberos."):
+		msg = "Kerberos setting, ignored: qk does not implement GSSAPI"
 	case kraftOnly[name]:
 		msg = "KRaft setting, ignored: qk uses ZooKeeper or its embedded metadata store"
 	case brokerKeys[name] != nil && brokerKeys[name].DynamicOnly:

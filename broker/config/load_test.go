@@ -298,7 +298,6 @@ func TestValidationErrors(t *testing.T) {
 		{[]string{"listeners=PLAINTEXT://a:1,plaintext://b:2"}, `config: listeners=PLAINTEXT://a:1,plaintext://b:2 (from --set): listener name PLAINTEXT used twice; want ` + listenerWant},
 		{[]string{"listeners=A://a:1,B://b:1"}, `config: listeners=A://a:1,B://b:1 (from --set): listeners A and B share port 1; want ` + listenerWant},
 		{[]string{"listeners="}, `config: listeners= (from --set): no listener; want ` + listenerWant},
-		{[]string{"listeners=SSL://:9093"}, "config: listeners=SSL://:9093 (from --set): listener SSL uses SSL; want PLAINTEXT listeners: qk does not serve SSL yet"},
 		{[]string{"listeners=CLIENT://:9093"}, "config: listeners=CLIENT://:9093 (from --set): no security protocol for listener CLIENT; want a listener name mapped by listener.security.protocol.map, or PLAINTEXT"},
 		{[]string{"advertised.listeners=PLAINTEXT://0.0.0.0:9092"}, "config: advertised.listeners=PLAINTEXT://0.0.0.0:9092 (from --set): cannot advertise the meta-address 0.0.0.0; want " + listenerWant + ", not 0.0.0.0 or ::"},
 		{[]string{"advertised.listeners=OTHER://h:1"}, "config: advertised.listeners=OTHER://h:1 (from --set): listener OTHER is not in listeners; want names that listeners also uses"},

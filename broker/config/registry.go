@@ -114,7 +114,7 @@ var brokerTable = []Key{
 	{Name: "advertised.listeners", Type: TypeList, Null: true, Valid: advertisedValid, Importance: High,
 		Doc: "Addresses published to clients and other brokers when they differ from listeners (NAT, containers). Unset: listeners is advertised."},
 	{Name: "listener.security.protocol.map", Type: TypeString, Default: "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT", Valid: protocolMapValid, Importance: Low,
-		Doc: "Map from listener names to security protocols, NAME:PROTOCOL comma-separated. qk serves PLAINTEXT only, so every listener must map to it."},
+		Doc: "Map from listener names to security protocols, NAME:PROTOCOL comma-separated, e.g. CLIENT:SASL_SSL,REPLICATION:SSL. The protocol of a listener decides which listener.name.<listener name lower-cased>.ssl.* and .sasl.* settings apply to it."},
 	{Name: "inter.broker.listener.name", Type: TypeString, Null: true, Importance: Medium,
 		Doc: "Listener used between brokers. Unset: the listener named by security.inter.broker.protocol."},
 	{Name: "security.inter.broker.protocol", Type: TypeString, Default: "PLAINTEXT", Valid: securityProtocols, Importance: Medium,
@@ -353,6 +353,93 @@ var brokerTable = []Key{
 		Doc: "A transactional id unused for this long expires."},
 	{Name: "producer.id.expiration.ms", Type: TypeInt, Default: "86400000", Valid: AtLeast(1), Importance: Low,
 		Doc: "A producer id idle for this long is forgotten (its idempotence state dropped)."},
+
+	// TLS (Kafka's SslConfigs and BrokerSecurityConfigs). Every ssl.*
+	// setting may be given per listener as
+	// listener.name.<listener>.ssl.<...>, which wins for that listener.
+	// qk serves TLS with Go's crypto/tls; settings naming JSSE classes or
+	// algorithms are accepted and not used (Key.Unused).
+	{Name: "ssl.keystore.type", Type: TypeString, Default: "JKS", Importance: Medium, PerListener: true,
+		Doc: "The file format of the key store file: JKS, PKCS12 or PEM. PEM is required for ssl.keystore.key and ssl.keystore.certificate.chain."},
+	{Name: "ssl.keystore.location", Type: TypeString, Null: true, Importance: High, PerListener: true,
+		Doc: "The location of the key store file, which holds the listener's private key and certificate chain. An SSL or SASL_SSL listener needs a key store: this or ssl.keystore.key."},
+	{Name: "ssl.keystore.password", Type: TypePassword, Null: true, Importance: High, PerListener: true,
+		Doc: "The store password for the key store file. Not needed for PEM key stores."},
+	{Name: "ssl.key.password", Type: TypePassword, Null: true, Importance: High, PerListener: true,
+		Doc: "The password of the private key in the key store file, or of the PEM key in ssl.keystore.key when it is encrypted."},
+	{Name: "ssl.keystore.key", Type: TypePassword, Null: true, Importance: High, PerListener: true,
+		Doc: "Private key in the format specified by ssl.keystore.type (PEM: PKCS#8, encrypted with ssl.key.password or not), given inline. Needs ssl.keystore.certificate.chain and ssl.keystore.type=PEM."},
+	{Name: "ssl.keystore.certificate.chain", Type: TypePassword, Null: true, Importance: High, PerListener: true,
+		Doc: "Certificate chain in the format specified by ssl.keystore.type (PEM: a list of X.509 certificates), given inline, for the key in ssl.keystore.key."},
+	{Name: "ssl.truststore.type", Type: TypeString, Default: "JKS", Importance: Medium, PerListener: true,
+		Doc: "The file format of the trust store file: JKS, PKCS12 or PEM."},
+	{Name: "ssl.truststore.location", Type: TypeString, Null: true, Importance: High, PerListener: true,
+		Doc: "The location of the trust store file, whose certificates verify client certificates (ssl.client.auth) and, for the inter-broker listener, other brokers."},
+	{Name: "ssl.truststore.password", Type: TypePassword, Null: true, Importance: High, PerListener: true,
+		Doc: "The password for the trust store file. Unset: the trust store is used without an integrity check. Not supported for PEM."},
+	{Name: "ssl.truststore.certificates", Type: TypePassword, Null: true, Importance: High, PerListener: true,
+		Doc: "Trusted certificates in the format specified by ssl.truststore.type (PEM: X.509 certificates), given inline."},
+	{Name: "ssl.client.auth", Type: TypeString, Default: "none", Valid: clientAuthValid, Importance: Medium, PerListener: true,
+		Doc: "Whether the broker asks for client certificates: required (a client without a valid certificate is refused), requested (asked for, optional), none. As in Kafka, a SASL_SSL listener uses only listener.name.<listener>.ssl.client.auth, else none."},
+	{Name: "ssl.enabled.protocols", Type: TypeList, Default: "TLSv1.2,TLSv1.3", Importance: Medium, PerListener: true,
+		Doc: "The TLS versions enabled for connections."},
+	{Name: "ssl.protocol", Type: TypeString, Default: "TLSv1.3", Importance: Medium, PerListener: true,
+		Doc: "The TLS protocol used to create the SSL context, TLSv1.3 by default; with TLSv1.2 clients that support only TLSv1.3 fail."},
+	{Name: "ssl.provider", Type: TypeString, Null: true, Importance: Medium, PerListener: true,
+		Unused: "qk serves TLS with Go's crypto/tls, which has no security providers",
+		Doc:    "The name of the JSSE security provider. qk: accepted, not used (Go's crypto/tls)."},
+	{Name: "ssl.cipher.suites", Type: TypeList, Default: "", Importance: Low, PerListener: true,
+		Doc: "Cipher suites enabled for TLS 1.2 and below, by IANA name; empty enables every suite the TLS implementation supports."},
+	{Name: "ssl.endpoint.identification.algorithm", Type: TypeString, Default: "https", Importance: Low, PerListener: true,
+		Doc: "The endpoint identification algorithm used to check the server host name against its certificate, when the broker connects to another broker; empty disables the check."},
+	{Name: "ssl.principal.mapping.rules", Type: TypeString, Default: "DEFAULT", Importance: Low, PerListener: true,
+		Doc: "Rules mapping the distinguished name of a client certificate to a short principal name, as RULE:pattern/replacement/[LU] entries; DEFAULT uses the distinguished name as it is."},
+	{Name: "ssl.keymanager.algorithm", Type: TypeString, Default: "SunX509", Importance: Low, PerListener: true,
+		Unused: "qk serves TLS with Go's crypto/tls, which has no key manager factories",
+		Doc:    "The algorithm of the key manager factory for TLS connections (the JVM's default). qk: accepted, not used (Go's crypto/tls)."},
+	{Name: "ssl.trustmanager.algorithm", Type: TypeString, Default: "PKIX", Importance: Low, PerListener: true,
+		Unused: "qk serves TLS with Go's crypto/tls, which verifies chains as PKIX always",
+		Doc:    "The algorithm of the trust manager factory for TLS connections (the JVM's default). qk: accepted, not used (Go's crypto/tls verifies PKIX)."},
+	{Name: "ssl.secure.random.implementation", Type: TypeString, Null: true, Importance: Low, PerListener: true,
+		Unused: "qk uses Go's crypto/rand",
+		Doc:    "The SecureRandom PRNG implementation for TLS. qk: accepted, not used (crypto/rand)."},
+	{Name: "ssl.engine.factory.class", Type: TypeClass, Null: true, Importance: Low, PerListener: true,
+		Unused: "qk cannot load Java classes; TLS is Go's crypto/tls configured by the ssl.* settings",
+		Doc:    "A class of type org.apache.kafka.common.security.auth.SslEngineFactory providing SSLEngine objects. qk: accepted, not used."},
+
+	// SASL (Kafka's BrokerSecurityConfigs and SaslConfigs). qk implements
+	// PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; the sasl.kerberos.* settings
+	// of GSSAPI are unknown keys, warned about.
+	{Name: "sasl.enabled.mechanisms", Type: TypeList, Default: "GSSAPI", Importance: Medium, PerListener: true,
+		Doc: "The SASL mechanisms enabled in the server, any of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 in qk. Kafka's default GSSAPI (Kerberos) is not implemented, so a SASL listener needs this setting."},
+	{Name: "sasl.mechanism.inter.broker.protocol", Type: TypeString, Default: "GSSAPI", Importance: Medium,
+		Doc: "SASL mechanism used between brokers when the inter-broker listener is SASL_PLAINTEXT or SASL_SSL; it must be one of that listener's sasl.enabled.mechanisms."},
+	{Name: "sasl.jaas.config", Type: TypePassword, Null: true, Importance: Medium, PerListener: true,
+		Unused: "a broker reads JAAS only as listener.name.<listener>.<mechanism>.sasl.jaas.config",
+		Doc:    "JAAS login context parameters in the format of JAAS configuration files: loginModuleClass controlFlag (optionName=\"optionValue\")*;. A broker reads it only prefixed with listener and mechanism, lower-cased: listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"alice-secret\";"},
+	{Name: "sasl.server.max.receive.size", Type: TypeInt, Default: "524288", Importance: Low, PerListener: true,
+		Doc: "The largest SASL message the server accepts before authentication; a larger size closes the connection."},
+	{Name: "connections.max.reauth.ms", Type: TypeLong, Default: "0", Importance: Medium, PerListener: true,
+		Doc: "When positive, the most a session authenticated with SASL lasts before the client must re-authenticate (KIP-368), given to clients in SaslAuthenticate; 0 disables re-authentication."},
+
+	// Authorizer. Kafka hands super.users and
+	// allow.everyone.if.no.acl.found to the authorizer, which reads them
+	// from the config; qk has them as keys of their own.
+	{Name: "authorizer.class.name", Type: TypeString, Default: "", Valid: authorizerValid, Importance: Low,
+		Doc: "The authorizer class; empty: no authorization, every request is allowed. qk implements kafka.security.authorizer.AclAuthorizer (ACLs stored in ZooKeeper or the embedded store), also under its old name kafka.security.auth.SimpleAclAuthorizer."},
+	{Name: "super.users", Type: TypeString, Null: true, Valid: superUsersValid, Importance: Low,
+		Doc: "Principals allowed everything whatever the ACLs, semicolon-separated, e.g. User:admin;User:CN=broker,O=qk. Read by the authorizer."},
+	{Name: "allow.everyone.if.no.acl.found", Type: TypeBoolean, Default: "false", Importance: Low,
+		Doc: "Whether a resource without any ACL is open to every principal; false denies it to all but super.users. Read by the authorizer."},
+
+	// Client quotas.
+	{Name: "quota.window.num", Type: TypeInt, Default: "11", Valid: AtLeast(1), Importance: Low,
+		Doc: "The number of samples to retain in memory for client quotas."},
+	{Name: "quota.window.size.seconds", Type: TypeInt, Default: "1", Valid: AtLeast(1), Importance: Low,
+		Doc: "The time span of each sample for client quotas."},
+	{Name: "client.quota.callback.class", Type: TypeClass, Null: true, Importance: Low,
+		Unused: "qk cannot load Java classes; quotas are the default ones, set with kafka-configs.sh --entity-type users/clients",
+		Doc:    "A class of type org.apache.kafka.server.quota.ClientQuotaCallback that decides the quota limits of requests. qk: not supported; accepted and not used, quotas are Kafka's default user/client-id ones."},
 
 	// qk extensions: names start with "qk." so they never collide with a
 	// future Kafka setting.

@@ -363,3 +363,62 @@ func ParsePerIPOverrides(s string) (map[string]int, error) {
 	}
 	return out, nil
 }
+
+// clientAuthValid is Kafka's ssl.client.auth validator,
+// CaseInsensitiveValidString of SslClientAuth.
+var clientAuthValid = Custom{
+	Desc: "one of required, requested, none",
+	Check: func(v any) error {
+		switch strings.ToLower(v.(string)) {
+		case "required", "requested", "none":
+			return nil
+		}
+		return errors.New("not allowed")
+	},
+}
+
+// Authorizers qk implements: AclAuthorizer, under its name since Kafka 2.4
+// and the old one Kafka still maps to it.
+const (
+	AclAuthorizer       = "kafka.security.authorizer.AclAuthorizer"
+	SimpleAclAuthorizer = "kafka.security.auth.SimpleAclAuthorizer"
+)
+
+var authorizerValid = Custom{
+	Desc: "empty (no authorizer), " + AclAuthorizer + " or " + SimpleAclAuthorizer + ": qk implements AclAuthorizer only",
+	Check: func(v any) error {
+		switch v.(string) {
+		case "", AclAuthorizer, SimpleAclAuthorizer:
+			return nil
+		}
+		return errors.New("not an authorizer qk implements")
+	},
+}
+
+// superUsersValid checks super.users as AclAuthorizer parses it: entries
+// split on ';', trimmed, each a principal Type:name
+// (SecurityUtils.parseKafkaPrincipal). Empty entries are skipped.
+var superUsersValid = Custom{
+	Desc: "semicolon-separated principals Type:name, e.g. User:admin;User:CN=broker",
+	Check: func(v any) error {
+		_, err := ParseSuperUsers(v.(string))
+		return err
+	},
+}
+
+// ParseSuperUsers splits super.users into its principals.
+func ParseSuperUsers(s string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(s, ";") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		typ, name, ok := strings.Cut(p, ":")
+		if !ok || typ == "" || name == "" {
+			return nil, fmt.Errorf("%q is not a principal Type:name", p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
