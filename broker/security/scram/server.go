@@ -148,7 +148,11 @@ func (s *Server) clientFinal(msg string) (string, error) {
 	if err != nil || string(cbind) != s.gs2Header {
 		return "", fmt.Errorf("%w: channel binding does not match the client-first message", ErrAuthenticationFailed)
 	}
-	if attrs[1][2:] != s.nonceFull {
+	// Kafka's ScramSaslServer accepts any nonce that ends with the
+	// server's (endsWith, not equals), and librdkafka relies on it: up to
+	// at least 2.0 it sends its own nonce followed by the combined one.
+	// The proof covers the message as sent, so this loosens nothing.
+	if !strings.HasSuffix(attrs[1][2:], s.nonceFull) {
 		return "", fmt.Errorf("%w: nonce mismatch", ErrAuthenticationFailed)
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofB64)

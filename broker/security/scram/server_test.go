@@ -137,3 +137,38 @@ func TestServerWithFranzGoClient(t *testing.T) {
 		}
 	}
 }
+
+// TestLibrdkafkaNonce: librdkafka (2.0, Debian's kcat) sends its client
+// nonce followed by the combined nonce in client-final. Kafka's server
+// accepts a nonce that ends with its own, so qk does too; the proof is
+// over the message as sent, so a wrong password still fails, and a nonce
+// that does not end with the server's is refused.
+func TestLibrdkafkaNonce(t *testing.T) {
+	salt, err := base64.StdEncoding.DecodeString(rfc7677.salt)
+	require.NoError(t, err)
+	salted, err := SHA256.SaltedPassword("pencil", salt, 4096)
+	require.NoError(t, err)
+	clientNonce := "rOprNGfwEbeRWgbNEkqO"
+	for _, tc := range []struct {
+		name, nonce string
+		ok          bool
+	}{
+		{"combined nonce", clientNonce + rfc7677.serverNonce, true},
+		{"librdkafka's doubled nonce", clientNonce + clientNonce + rfc7677.serverNonce, true},
+		{"another nonce", clientNonce + "x" + rfc7677.serverNonce[1:], false},
+	} {
+		s := NewServer(SHA256, rfcLookup(t), func() string { return rfc7677.serverNonce })
+		first, _, err := s.Step([]byte("n,,n=user,r=" + clientNonce))
+		require.NoError(t, err)
+		without := "c=biws,r=" + tc.nonce
+		auth := "n=user,r=" + clientNonce + "," + string(first) + "," + without
+		clientKey := SHA256.HMAC(salted, []byte("Client Key"))
+		sig := SHA256.HMAC(SHA256.Hash(clientKey), []byte(auth))
+		proof := make([]byte, len(clientKey))
+		for i := range proof {
+			proof[i] = clientKey[i] ^ sig[i]
+		}
+		_, done, err := s.Step([]byte(without + ",p=" + base64.StdEncoding.EncodeToString(proof)))
+		require.Equal(t, tc.ok, done && err == nil, "%s: %v", tc.name, err)
+	}
+}
