@@ -73,7 +73,7 @@ func (s *Server) sendAlterISR(ctx context.Context, u replica.ISRUpdate) replica.
 		if t.ch != nil {
 			t.ch.Close()
 		}
-		t.ch = channel.New(channel.Config{ControllerID: id, Logger: s.lg})
+		t.ch = channel.New(s.channelConfig(channel.Config{ControllerID: id, Logger: s.lg}))
 		t.ch.AddBroker(snap.ControllerID, addr)
 		t.id, t.addr = snap.ControllerID, addr
 	}

@@ -88,14 +88,17 @@ type Server struct {
 	logs         *log.Manager
 	replicas     *replica.Manager
 	cache        *controller.Cache
-	fetchers     *fetcher.Manager
-	toCtrl       toController
-	ctrl         *controller.Controller
-	api          *api.Handler
-	fetches      *purgatory.Purgatory[purgatory.Key]
-	produces     *purgatory.Purgatory[purgatory.Key]
-	groups       *group.Coordinator
-	ready        atomic.Bool
+	// interBroker is how this broker's clients reach the others'
+	// inter-broker listener (TLS, SASL); set before any channel is made.
+	interBroker *interBrokerClient
+	fetchers    *fetcher.Manager
+	toCtrl      toController
+	ctrl        *controller.Controller
+	api         *api.Handler
+	fetches     *purgatory.Purgatory[purgatory.Key]
+	produces    *purgatory.Purgatory[purgatory.Key]
+	groups      *group.Coordinator
+	ready       atomic.Bool
 	// lastOfLocalCluster: the other brokers of this process's local
 	// cluster have stopped, so a controlled shutdown has no broker to
 	// move leaderships to and would only retry until it gives up.
@@ -462,9 +465,17 @@ func (s *Server) Start() (err error) {
 	if err := s.checkDescriptors(); err != nil {
 		return err
 	}
-	ls := make([]network.Listener, len(cfg.Listeners))
-	for i, l := range cfg.Listeners {
-		ls[i] = network.Listener{Name: l.Name, Host: l.Host, Port: l.Port}
+	sec, err := s.buildListenerSecurity(cfg)
+	if err != nil {
+		return err
+	}
+	if s.interBroker, err = newInterBrokerClient(cfg); err != nil {
+		return err
+	}
+	ls := networkListeners(cfg, sec)
+	listenerAuth := make(map[string]*api.ListenerAuth, len(sec))
+	for name, l := range sec {
+		listenerAuth[name] = l.auth
 	}
 	var onComplete func(int16, time.Time)
 	if cfg.HTTPListener != "" {
@@ -537,9 +548,9 @@ func (s *Server) Start() (err error) {
 		NewSender: func() fetcher.Sender {
 			// One Fetch in flight per fetcher, each response appended
 			// before the next is sent: one read buffer per connection.
-			return channel.New(channel.Config{ControllerID: cfg.BrokerID, Logger: s.lg,
+			return channel.New(s.channelConfig(channel.Config{ControllerID: cfg.BrokerID, Logger: s.lg,
 				RequestTimeout:      time.Duration(cfg.ReplicaSocketTimeoutMs) * time.Millisecond,
-				ReuseResponseBuffer: true})
+				ReuseResponseBuffer: true}))
 		},
 		Quota:  s.followerQuota,
 		Now:    s.now,
@@ -564,7 +575,7 @@ func (s *Server) Start() (err error) {
 	s.ctrl = controller.New(controller.Config{BrokerID: cfg.BrokerID, Store: s.store, Cache: s.cache, Logger: s.lg, Clock: s.now,
 		CanHost: s.canHost,
 		NewChannel: func() controller.Channel {
-			return channel.New(channel.Config{ControllerID: cfg.BrokerID, Logger: s.lg})
+			return channel.New(s.channelConfig(channel.Config{ControllerID: cfg.BrokerID, Logger: s.lg}))
 		},
 		Local:                        s.handleControl,
 		Listener:                     cfg.InterBrokerListenerName,
@@ -611,6 +622,7 @@ func (s *Server) Start() (err error) {
 		Control:                s.handleControl,
 		// The listener the controller reaches this broker on.
 		InterBrokerListener: cfg.InterBrokerListenerName,
+		Listeners:           listenerAuth,
 	})
 	if s.http != nil {
 		s.http.SetState(&httpapi.State{Replicas: s.replicas, Cache: s.cache, Controller: s.ctrl, Network: s.net,

@@ -84,7 +84,7 @@ func (s *Server) askControlledShutdown(ctx context.Context) (int, error) {
 	}
 	// A channel of its own: it negotiates the version and retries a
 	// lost connection, within the timeout below.
-	ch := channel.New(channel.Config{ControllerID: id, Logger: s.lg, RequestTimeout: controlledShutdownTimeout})
+	ch := channel.New(s.channelConfig(channel.Config{ControllerID: id, Logger: s.lg, RequestTimeout: controlledShutdownTimeout}))
 	defer ch.Close()
 	ch.AddBroker(ctrlID, e.Host+":"+strconv.Itoa(int(e.Port)))
 	req := kmsg.NewPtrControlledShutdownRequest()

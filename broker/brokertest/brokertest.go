@@ -5,6 +5,7 @@ package brokertest
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -23,7 +24,12 @@ type options struct {
 	sets  []string
 	level slog.Level
 	clock func() time.Time
+	logs  io.Writer
 }
+
+// WithLogWriter also writes the brokers' log lines (at the WithLogLevel
+// level) to w, for tests that assert what a broker logs.
+func WithLogWriter(w io.Writer) Option { return func(o *options) { o.logs = w } }
 
 // WithConfig sets a broker setting (Kafka's name), as --set does.
 func WithConfig(key, value string) Option {
@@ -124,7 +130,11 @@ func (b *Broker) config(port int) *config.Broker {
 
 func (b *Broker) start(port int) {
 	b.t.Helper()
-	lg := slog.New(slog.NewTextHandler(b.t.Output(), &slog.HandlerOptions{Level: b.opts.level})).
+	out := b.t.Output()
+	if b.opts.logs != nil {
+		out = io.MultiWriter(out, b.opts.logs)
+	}
+	lg := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: b.opts.level})).
 		With("test_broker", b.ID)
 	opts := []broker.Option{broker.WithLogger(lg)}
 	if b.opts.clock != nil {
