@@ -55,6 +55,8 @@ type options struct {
 	lg    *slog.Logger
 	store metadata.Store
 	clock func() time.Time
+	// authorizer: ACLs are on (WithAuthorizer).
+	authorizer bool
 }
 
 // WithLogger sets the logger (nil discards).
@@ -77,6 +79,8 @@ type Server struct {
 	lg     *slog.Logger
 	now    func() time.Time
 	store  metadata.Store
+	// authorizer: ACLs are on (WithAuthorizer).
+	authorizer bool
 
 	clusterID   string
 	brokerEpoch atomic.Int64
@@ -162,7 +166,7 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 	if len(cfg.LogDirs) == 0 {
 		return nil, log.ErrLogDirs
 	}
-	s := &Server{static: cfg, lg: o.lg.With("broker_id", cfg.BrokerID), now: o.clock, store: o.store,
+	s := &Server{static: cfg, lg: o.lg.With("broker_id", cfg.BrokerID), now: o.clock, store: o.store, authorizer: o.authorizer,
 		hosted: map[log.TopicPartition][16]byte{}, startEnded: make(chan struct{}), firstMetadata: make(chan struct{})}
 	s.cfg.Store(cfg)
 	for _, d := range cfg.LogDirs {
@@ -225,6 +229,11 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 func (s *Server) settleIdentity(ctx context.Context, base *slog.Logger) error {
 	if err := metadata.EnsureKafkaPaths(ctx, s.store); err != nil {
 		return fmt.Errorf("broker: metadata paths: %w", err)
+	}
+	if s.authorizer {
+		if err := metadata.EnsureACLPaths(ctx, s.store); err != nil {
+			return fmt.Errorf("broker: acl paths: %w", err)
+		}
 	}
 	var known string
 	props := map[string]checkpoint.MetaProperties{}
@@ -623,6 +632,7 @@ func (s *Server) Start() (err error) {
 		// The listener the controller reaches this broker on.
 		InterBrokerListener: cfg.InterBrokerListenerName,
 		Listeners:           listenerAuth,
+		AuthorizerEnabled:   s.authorizer,
 	})
 	if s.http != nil {
 		s.http.SetState(&httpapi.State{Replicas: s.replicas, Cache: s.cache, Controller: s.ctrl, Network: s.net,

@@ -61,6 +61,10 @@ type Config struct {
 	// Listeners says how each listener, by name, authenticates its
 	// clients; a listener missing here is PLAINTEXT.
 	Listeners map[string]*ListenerAuth
+	// AuthorizerEnabled: an authorizer is configured
+	// (authorizer.class.name), so the ACL APIs are served; without one
+	// they answer SECURITY_DISABLED, as Kafka does.
+	AuthorizerEnabled bool
 }
 
 // Handler serves the Kafka protocol: it implements network.Handler.

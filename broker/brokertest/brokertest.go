@@ -21,10 +21,11 @@ import (
 type Option func(*options)
 
 type options struct {
-	sets  []string
-	level slog.Level
-	clock func() time.Time
-	logs  io.Writer
+	sets       []string
+	level      slog.Level
+	clock      func() time.Time
+	logs       io.Writer
+	authorizer bool
 }
 
 // WithLogWriter also writes the brokers' log lines (at the WithLogLevel
@@ -45,6 +46,10 @@ func WithLogLevel(l slog.Level) Option { return func(o *options) { o.level = l }
 // forward past a retention without waiting. It must be safe for
 // concurrent use.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
+
+// WithAuthorizer turns the brokers' ACLs on (broker.WithAuthorizer),
+// as authorizer.class.name does.
+func WithAuthorizer() Option { return func(o *options) { o.authorizer = true } }
 
 // Broker is one running in-process broker.
 type Broker struct {
@@ -139,6 +144,9 @@ func (b *Broker) start(port int) {
 	opts := []broker.Option{broker.WithLogger(lg)}
 	if b.opts.clock != nil {
 		opts = append(opts, broker.WithClock(b.opts.clock))
+	}
+	if b.opts.authorizer {
+		opts = append(opts, broker.WithAuthorizer(true))
 	}
 	if b.store != nil {
 		sess, err := b.store.NewSession()

@@ -73,6 +73,8 @@ type Snapshot struct {
 	// by user name (desanitized) and mechanism; read with
 	// ScramCredential.
 	scram map[string]map[scram.Mechanism]scram.Credential
+	// acl holds every ACL (/kafka-acl*); read with ACLs.
+	acl aclState
 
 	topicIDs        map[[16]byte]string
 	configCVersion  int32
@@ -83,7 +85,8 @@ type Snapshot struct {
 
 func emptySnapshot() *Snapshot {
 	return &Snapshot{ControllerID: -1, Brokers: map[int32]Broker{}, Topics: map[string]*Topic{},
-		BrokerConfigs: map[string]map[string]string{}, topicIDs: map[[16]byte]string{}, configCVersion: -1}
+		BrokerConfigs: map[string]map[string]string{}, topicIDs: map[[16]byte]string{}, configCVersion: -1,
+		acl: aclState{seq: [2]int64{-1, -1}}}
 }
 
 // TopicByID returns the topic with the given id.
@@ -142,6 +145,9 @@ type Cache struct {
 
 	wmu      sync.Mutex
 	watching map[watchKey]bool
+	// aclReload: the next Sync reads every ACL node again (the session
+	// was replaced, change notifications may have been missed).
+	aclReload atomic.Bool
 
 	notify chan struct{}
 	ctx    context.Context
@@ -256,6 +262,7 @@ func (c *Cache) ResetWatches() {
 	c.wmu.Lock()
 	clear(c.watching)
 	c.wmu.Unlock()
+	c.aclReload.Store(true)
 }
 
 // watch registers a one-shot watch unless one is pending; when it fires,
@@ -347,6 +354,9 @@ func (c *Cache) read(ctx context.Context, old *Snapshot) (*Snapshot, error) {
 		}
 	}
 
+	if err := c.readACLs(ctx, old, s); err != nil {
+		return nil, err
+	}
 	if err := c.watch(metadata.ConfigChangesPath, metadata.WatchChildren); err != nil {
 		return nil, err
 	}

@@ -31,8 +31,9 @@ const (
 // ChangesPaths are the two change-notification parents.
 var ChangesPaths = []string{LiteralChangesPath, ExtendedChangesPath}
 
-// storePath is the root of a specific pattern type's ACL nodes.
-func storePath(p PatternType) string {
+// StorePath is the root of a pattern type's ACL nodes: /kafka-acl,
+// /kafka-acl-extended/prefixed.
+func StorePath(p PatternType) string {
 	if p == Literal {
 		return LiteralPath
 	}
@@ -41,7 +42,7 @@ func storePath(p PatternType) string {
 
 // TypePath is the parent of one pattern type's and resource type's
 // nodes: /kafka-acl/Topic, /kafka-acl-extended/prefixed/Group.
-func TypePath(p PatternType, t ResourceType) string { return storePath(p) + "/" + t.ZKName() }
+func TypePath(p PatternType, t ResourceType) string { return StorePath(p) + "/" + t.ZKName() }
 
 // Path is the node of a resource pattern's ACLs (ResourceZNode.path):
 // /kafka-acl/Topic/orders, /kafka-acl-extended/prefixed/Topic/ord,
@@ -54,7 +55,7 @@ func (r Resource) Path() string { return TypePath(r.Pattern, r.Type) + "/" + r.N
 func Paths() []string {
 	var out []string
 	for _, p := range []PatternType{Literal, Prefixed} {
-		out = append(out, storePath(p))
+		out = append(out, StorePath(p))
 		for _, t := range ResourceTypes {
 			out = append(out, TypePath(p, t))
 		}
