@@ -18,10 +18,20 @@ type View interface {
 	Text(w *tabwriter.Writer)
 }
 
+// RawText is a View whose text form is written as is, without
+// alignment (kafka-acls.sh's tab-indented lines).
+type RawText interface {
+	RawText(w io.Writer)
+}
+
 // Print writes v to w in format (text, json or yaml).
 func Print(w io.Writer, format string, v View) error {
 	switch format {
 	case "", "text":
+		if r, ok := v.(RawText); ok {
+			r.RawText(w)
+			return nil
+		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		v.Text(tw)
 		return tw.Flush()
