@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/qk-project/qk/broker/clientquota"
 	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/security/scram"
 )
@@ -75,6 +76,8 @@ type Snapshot struct {
 	scram map[string]map[scram.Mechanism]scram.Credential
 	// acl holds every ACL (/kafka-acl*); read with ACLs.
 	acl aclState
+	// clientQuotas are the client quota entities (cache_quota.go).
+	clientQuotas clientquota.Quotas
 
 	topicIDs        map[[16]byte]string
 	configCVersion  int32
@@ -405,6 +408,9 @@ func (c *Cache) read(ctx context.Context, old *Snapshot) (*Snapshot, error) {
 		s.BrokerConfigs[e] = cfg
 	}
 	if s.scram, err = c.readScram(ctx); err != nil {
+		return nil, err
+	}
+	if s.clientQuotas, err = c.readClientQuotas(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil

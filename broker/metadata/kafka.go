@@ -247,6 +247,44 @@ func WriteEntityConfig(ctx context.Context, s Store, entityType, entity string, 
 		MarshalConfigChange(entityType+"/"+entity), Sequential)
 }
 
+// UpdateEntityConfig changes the config of an entity with update and
+// announces the change as WriteEntityConfig does, but only writes over
+// the version it read (retrying on a concurrent change), so keys that
+// update leaves alone survive another writer: a user's quotas and its
+// SCRAM credentials share /config/users/<user>. An update error is
+// returned as is and nothing is written.
+func UpdateEntityConfig(ctx context.Context, s Store, entityType, entity string, update func(map[string]string) error) (string, error) {
+	path := EntityConfigPath(entityType, entity)
+	for {
+		data, st, err := s.Get(ctx, path)
+		exists := err == nil
+		if err != nil && !errors.Is(err, ErrNoNode) {
+			return "", err
+		}
+		cfg, err := UnmarshalEntityConfig(data)
+		if err != nil {
+			return "", err
+		}
+		if err := update(cfg); err != nil {
+			return "", err
+		}
+		out := MarshalEntityConfig(cfg)
+		if exists {
+			_, err = s.Set(ctx, path, out, st.Version)
+		} else {
+			_, err = CreateAll(ctx, s, path, out, 0)
+		}
+		if errors.Is(err, ErrBadVersion) || errors.Is(err, ErrNodeExists) || errors.Is(err, ErrNoNode) {
+			continue // changed meanwhile: read it again
+		}
+		if err != nil {
+			return "", err
+		}
+		return CreateAll(ctx, s, ConfigChangesPath+"/"+ConfigChangePrefix,
+			MarshalConfigChange(entityType+"/"+entity), Sequential)
+	}
+}
+
 // NewUUID returns a random Kafka Uuid (topic ids, cluster ids) following
 // Uuid.randomUuid: never the all-zero id, never the metadata topic's id
 // (1), and never one whose text starts with '-' (it would read as a

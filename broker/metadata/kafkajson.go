@@ -337,8 +337,14 @@ func MarshalEntityConfig(config map[string]string) []byte {
 
 // UnmarshalEntityConfig decodes an entity config. A value that is not a
 // JSON string (Kafka never writes one) is kept as its JSON text, a null
-// one is dropped, and a missing config is empty.
+// one is dropped, and a missing config is empty. So is a node without
+// data: the parent /config/users/<user> that creating
+// /config/users/<user>/clients/<client-id> made, as Kafka's
+// createRecursive makes it.
 func UnmarshalEntityConfig(data []byte) (map[string]string, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return map[string]string{}, nil
+	}
 	var w struct {
 		Config map[string]json.RawMessage `json:"config"`
 	}
