@@ -61,6 +61,8 @@ var apis = []api{
 	{key: 45, min: 0, max: 1, handle: (*Handler).handleAlterPartitionReassignments},
 	{key: 46, min: 0, max: 0, handle: (*Handler).handleListPartitionReassignments},
 	{key: 47, min: 0, max: 0, handle: (*Handler).handleOffsetDelete},
+	{key: 48, min: 0, max: 1, handle: (*Handler).handleDescribeClientQuotas},
+	{key: 49, min: 0, max: 1, handle: (*Handler).handleAlterClientQuotas},
 	{key: 50, min: 0, max: 0, handle: (*Handler).handleDescribeUserScramCredentials},
 	{key: 51, min: 0, max: 0, handle: (*Handler).handleAlterUserScramCredentials},
 	{key: 56, min: 0, max: 3, handle: (*Handler).handleControl, control: true},
