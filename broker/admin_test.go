@@ -543,7 +543,9 @@ func TestApiVersionsMatchesTable(t *testing.T) {
 	}
 	require.Equal(t, [2]int16{3, 13}, keys[0], "Produce")
 	require.Equal(t, [2]int16{4, 18}, keys[1], "Fetch")
-	require.Len(t, keys, 32) // 21 (with ElectLeaders, the two reassignment and the two SCRAM credential APIs) + the 11 group APIs
+	require.Len(t, keys, 34) // 23 (with ElectLeaders, the two reassignment, the two SCRAM credential and the two client quota APIs) + the 11 group APIs
+	require.Equal(t, [2]int16{0, 1}, keys[48], "DescribeClientQuotas")
+	require.Equal(t, [2]int16{0, 1}, keys[49], "AlterClientQuotas")
 	require.Equal(t, [2]int16{0, 0}, keys[50], "DescribeUserScramCredentials")
 	require.Equal(t, [2]int16{0, 0}, keys[51], "AlterUserScramCredentials")
 	require.Equal(t, [2]int16{0, 1}, keys[45], "AlterPartitionReassignments")
