@@ -58,14 +58,19 @@ func TestCacheClientQuotasFromKafkaNodes(t *testing.T) {
 	write("/config/users/alice", `{"version":1,"config":{"producer_byte_rate":"1048576","SCRAM-SHA-256":"salt=c2FsdA==,stored_key=a2V5,server_key=a2V5,iterations=4096"}}`, "users/alice")
 	write("/config/users/<default>/clients/<default>", `{"version":1,"config":{"request_percentage":"12.5"}}`, "users/<default>/clients/<default>")
 	write("/config/clients/<default>", `{"version":1,"config":{"producer_byte_rate":"100","bogus":"x"}}`, "clients/<default>")
-	write("/config/clients/my%2Fapp", `{"version":1,"config":{"controller_mutation_rate":"10.0"}}`, "clients/my%2Fapp")
 	// A user with SCRAM credentials only is no quota entity.
 	write("/config/users/bob", `{"version":1,"config":{"SCRAM-SHA-512":"salt=c2FsdA==,stored_key=a2V5,server_key=a2V5,iterations=4096"}}`, "users/bob")
+	write("/config/clients/my%2Fapp", `{"version":1,"config":{"controller_mutation_rate":"10.0"}}`, "clients/my%2Fapp")
 	want[clientquota.Entity{User: alice}] = clientquota.Values{"producer_byte_rate": 1048576}
 	want[clientquota.Entity{User: clientquota.Default, Client: clientquota.Default}] = clientquota.Values{"request_percentage": 12.5}
 	want[clientquota.Entity{Client: clientquota.Default}] = clientquota.Values{"producer_byte_rate": 100}
 	want[clientquota.Entity{Client: clientquota.Named("my/app")}] = clientquota.Values{"controller_mutation_rate": 10}
 	waitQuotas(t, c, want)
+	// A sync may read the users for SCRAM before bob's node and the
+	// quotas after the last one: wait for the sync that follows.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, c.WaitFor(wctx, func(s *Snapshot) bool { return len(s.ScramUsers()) == 2 }))
 
 	s := c.Snapshot()
 	m, ok := s.ClientQuota(clientquota.Produce, "alice", "app")
@@ -124,6 +129,7 @@ func TestUpdateEntityConfigKeepsOtherKeys(t *testing.T) {
 		{User: clientquota.Named("alice")}:                            {"producer_byte_rate": 1048576},
 		{User: clientquota.Default, Client: clientquota.Named("app")}: {"request_percentage": 200},
 	})
-	_, ok := c.Snapshot().ScramCredential("alice", 1)
-	require.True(t, ok)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, c.WaitFor(wctx, func(s *Snapshot) bool { _, ok := s.ScramCredential("alice", 1); return ok }))
 }
