@@ -25,7 +25,9 @@ const (
 )
 
 // Types lists every quota type.
-var Types = []Type{Produce, Fetch, Request, ControllerMutation}
+var Types = typeNames[:]
+
+var typeNames = [...]Type{Produce, Fetch, Request, ControllerMutation}
 
 // Config keys of the quota types.
 const (

@@ -142,3 +142,38 @@ func (m *Manager) sweep(now time.Time) {
 		}
 	}
 }
+
+// Managers are a broker's quota managers, one per type (Kafka's
+// QuotaManagers: produce, fetch, request, controller mutation), updated
+// together when the quotas change.
+type Managers struct {
+	byType [len(typeNames)]*Manager
+}
+
+// NewManagers returns one Manager per type, configured as Kafka's
+// (ForType) with window w (zero: DefaultWindowConfig).
+func NewManagers(w Window) *Managers {
+	ms := &Managers{}
+	for _, t := range typeNames {
+		cfg := ForType(t)
+		if w != (Window{}) {
+			cfg.Window = w
+		}
+		if t == Request {
+			cfg.MaxThrottle = cfg.Window.orDefault().Size
+		}
+		ms.byType[t] = New(cfg)
+	}
+	return ms
+}
+
+// Get returns the manager of type t.
+func (ms *Managers) Get(t Type) *Manager { return ms.byType[t] }
+
+// Update gives every manager the new quotas (from the metadata cache's
+// change hook).
+func (ms *Managers) Update(q Quotas) {
+	for _, m := range ms.byType {
+		m.Update(q)
+	}
+}

@@ -172,3 +172,13 @@ func TestManagerExpiry(t *testing.T) {
 		require.Equal(t, 1, m.Sensors(), "a's sensor expired, b's was just used")
 	})
 }
+
+func TestManagers(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	ms := NewManagers(Window{Samples: 2, Size: 500 * time.Millisecond})
+	ms.Update(Quotas{{Client: Default}: {ProducerByteRate: 100, RequestPercentage: 10}})
+	// 2 samples of 0.5 s: a fresh sensor divides by one window.
+	require.Equal(t, 500*time.Millisecond, ms.Get(Produce).RecordAndGetThrottle("", "a", 100, t0))
+	require.Zero(t, ms.Get(Fetch).RecordAndGetThrottle("", "a", 1e9, t0))
+	require.Equal(t, 500*time.Millisecond, ms.Get(Request).RecordAndGetThrottle("", "a", PercentOfThread(time.Second), t0), "capped at one window")
+}
