@@ -130,34 +130,36 @@ func (h *Handler) alterScram(ctx context.Context, ops []scramOp, users []string,
 }
 
 // alterUserScram applies one user's valid ops: read, change, write with
-// a change notification.
+// a change notification. The write is over the version read
+// (UpdateEntityConfig), so a client quota written to the same user node
+// meanwhile is kept.
 func (h *Handler) alterUserScram(ctx context.Context, user string, ops []scramOp) error {
 	entity := scram.Sanitize(user)
-	cfg, err := metadata.ReadEntityConfig(ctx, h.cfg.Store, metadata.ConfigUsers, entity)
-	if err != nil {
-		return err
-	}
-	for _, op := range ops {
-		if op.user == user && op.delete {
-			if _, ok := cfg[op.mechanism.String()]; !ok {
-				return fmt.Errorf("%w: Attempt to delete a user credential that does not exist", kerr.ResourceNotFound)
+	var changed []string
+	_, err := metadata.UpdateEntityConfig(ctx, h.cfg.Store, metadata.ConfigUsers, entity, func(cfg map[string]string) error {
+		changed = changed[:0]
+		for _, op := range ops {
+			if op.user == user && op.delete {
+				if _, ok := cfg[op.mechanism.String()]; !ok {
+					return fmt.Errorf("%w: Attempt to delete a user credential that does not exist", kerr.ResourceNotFound)
+				}
 			}
 		}
-	}
-	var changed []string
-	for _, op := range ops {
-		if op.user != user {
-			continue
+		for _, op := range ops {
+			if op.user != user {
+				continue
+			}
+			key := op.mechanism.String()
+			if op.delete {
+				delete(cfg, key)
+			} else {
+				cfg[key] = op.mechanism.FromSaltedPassword(op.salt, op.salted, int(op.iterations)).String()
+			}
+			changed = append(changed, key)
 		}
-		key := op.mechanism.String()
-		if op.delete {
-			delete(cfg, key)
-		} else {
-			cfg[key] = op.mechanism.FromSaltedPassword(op.salt, op.salted, int(op.iterations)).String()
-		}
-		changed = append(changed, key)
-	}
-	if _, err := metadata.WriteEntityConfig(ctx, h.cfg.Store, metadata.ConfigUsers, entity, cfg); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	// The user and the mechanisms only: never a credential.
