@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode/utf16"
 )
 
 var (
@@ -133,30 +132,17 @@ func formatAttribute(b *strings.Builder, a attribute) {
 	}
 }
 
-// directoryString decodes the string types Java formats as text
-// (DerValue isDerString, not canonical); other values go out as hex.
+// directoryString says whether Java formats v as text (DerValue
+// isDerString, not canonical) and gives the text: the value's bytes read
+// as UTF-8 whatever the string type, as Java 17 does (so a BMPString's
+// zero bytes come out as \00 and a T61 'é' as U+FFFD; dn.golden pins it).
 func directoryString(v asn1.RawValue) (string, bool) {
 	if v.Class != asn1.ClassUniversal {
 		return "", false
 	}
 	switch v.Tag {
-	case asn1.TagUTF8String, asn1.TagPrintableString, asn1.TagIA5String, 27 /* GeneralString */ :
+	case asn1.TagUTF8String, asn1.TagPrintableString, asn1.TagIA5String, asn1.TagT61String, asn1.TagBMPString, 27 /* GeneralString */ :
 		return string(v.Bytes), true
-	case asn1.TagT61String: // Java reads it as ISO-8859-1
-		r := make([]rune, len(v.Bytes))
-		for i, c := range v.Bytes {
-			r[i] = rune(c)
-		}
-		return string(r), true
-	case asn1.TagBMPString:
-		if len(v.Bytes)%2 != 0 {
-			return "", false
-		}
-		u := make([]uint16, len(v.Bytes)/2)
-		for i := range u {
-			u[i] = uint16(v.Bytes[2*i])<<8 | uint16(v.Bytes[2*i+1])
-		}
-		return string(utf16.Decode(u)), true
 	}
 	return "", false
 }
@@ -338,7 +324,10 @@ func (r *Rules) String() string {
 // Name maps a distinguished name (as DistinguishedName formats it): the
 // first rule whose pattern matches all of dn gives its replacement, every
 // match of the pattern replaced as Java's String.replaceAll does, then
-// lower- or upper-cased for /L and /U; DEFAULT gives dn unchanged.
+// lower- or upper-cased for /L and /U; DEFAULT gives dn unchanged. One
+// difference remains: after a non-empty match Java also replaces an empty
+// match where it ended, so an unanchored "(.*)" with "x" gives Java "xx"
+// and Go "x"; anchor patterns with ^ and $ as Kafka's examples do.
 func (r *Rules) Name(dn string) (string, error) {
 	for _, ru := range r.rules {
 		if ru.isDefault {

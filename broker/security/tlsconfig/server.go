@@ -97,8 +97,9 @@ func (s *Server) build() (*tls.Config, *fileSet, error) {
 }
 
 // Config returns the configuration to give tls.NewListener or
-// tls.Server. It carries no certificate of its own: each handshake takes
-// the current one through GetConfigForClient, so a reload reaches new
+// tls.Server; each call returns a new one, all following the same
+// stores. It carries no certificate of its own: each handshake takes the
+// current one through GetConfigForClient, so a reload reaches new
 // connections without a restart and leaves established ones alone.
 func (s *Server) Config() *tls.Config {
 	return &tls.Config{
@@ -141,8 +142,8 @@ func (s *Server) check(force bool) error {
 	// Hash what is on disk now; same content under a new mtime (a touch,
 	// a copy of the same file) rebuilds nothing.
 	changed, sum := s.contentChanged()
-	if !changed {
-		return nil
+	if !changed || (!force && sum == s.failed) {
+		return nil // unchanged, or the breakage already warned about
 	}
 	cfg, fs, err := s.build()
 	if err != nil {

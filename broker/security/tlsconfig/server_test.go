@@ -3,6 +3,7 @@ package tlsconfig
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -337,4 +338,42 @@ func TestServerNeedsKeystore(t *testing.T) {
 	_, err := NewServer(Settings{}, nil)
 	require.ErrorIs(t, err, ErrInvalidSetting)
 	require.ErrorContains(t, err, "ssl.keystore.location")
+}
+
+// TestReloadConcurrent: handshakes racing rewrites of the keystore each
+// see one whole certificate (run with -race).
+func TestReloadConcurrent(t *testing.T) {
+	ca := newCA(t, "ca")
+	a, b := serverCert(t, ca, "localhost"), serverCert(t, ca, "localhost")
+	ss := pemServer(t, a)
+	srv := newServer(t, ss)
+	srv.interval = 0
+	client := newClient(t, inlineClient(t, ca, nil), "localhost")
+	want := map[string]bool{a.cert.SerialNumber.String(): true, b.cert.SerialNumber.String(): true}
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for range 4 {
+		wg.Go(func() {
+			for range 8 {
+				_, c := handshake(t, srv.Config(), client)
+				if c.err != nil {
+					errs <- c.err
+					return
+				}
+				if got := c.state.PeerCertificates[0].SerialNumber.String(); !want[got] {
+					errs <- fmt.Errorf("presented serial %s", got)
+					return
+				}
+			}
+		})
+	}
+	for i := range 16 {
+		writePEMKeystore(t, ss.KeystoreLocation, []issued{a, b}[i%2], "")
+		require.NoError(t, srv.Reload())
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 }

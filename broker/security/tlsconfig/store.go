@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -38,14 +39,23 @@ type fileSet struct{ stamps []fileStamp }
 func (fs *fileSet) read(setting, path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, &SettingError{Setting: setting, File: path, Err: err}
+		return nil, &SettingError{Setting: setting, File: path, Err: bare(err)}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &SettingError{Setting: setting, File: path, Err: err}
+		return nil, &SettingError{Setting: setting, File: path, Err: bare(err)}
 	}
 	fs.stamps = append(fs.stamps, fileStamp{path: path, size: fi.Size(), mtime: fi.ModTime(), sum: sha256.Sum256(b)})
 	return b, nil
+}
+
+// bare drops the *fs.PathError around err: SettingError names the file.
+func bare(err error) error {
+	var pe *iofs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 const (
