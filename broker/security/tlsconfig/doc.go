@@ -35,8 +35,10 @@
 //
 // Server's Config answers every handshake through GetConfigForClient. At
 // most once a second (checkInterval) a handshake stats the keystore and
-// truststore files; when a size or modification time moved, the files are
-// read and hashed, and changed content is parsed into a new configuration
+// truststore files; when the file (inode), size or modification time
+// moved, or the file changed less than racyWindow before it was last read
+// (mtimes are coarse), the files are read and hashed, and changed content
+// is parsed into a new configuration
 // that later handshakes use. A change that fails to parse keeps the old
 // configuration and is logged at Warn once per distinct content, so a
 // half-written file costs one warning and no outage. Reload does the same
@@ -44,9 +46,9 @@
 //
 // # Protocols and cipher suites
 //
-// ssl.enabled.protocols become MinVersion and MaxVersion (Go enables a
-// contiguous range, so TLSv1.2,TLSv1.3 is the only set with a gap to
-// worry about, and it has none). ssl.protocol caps the maximum as an
+// ssl.enabled.protocols become MinVersion and MaxVersion: Go enables a
+// range, not a set, which loses nothing once only TLS 1.2 and 1.3 are
+// left. ssl.protocol caps the maximum as an
 // SSLContext of that version does: TLSv1.2 keeps TLS 1.3 off. TLSv1,
 // TLSv1.1 and SSLv3 are skipped as the JDK's jdk.tls.disabledAlgorithms
 // skips them (RFC 8996); a list of nothing else is an error.

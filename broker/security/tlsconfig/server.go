@@ -124,7 +124,8 @@ func (s *Server) Reload() error {
 }
 
 // check compares the files with the stamps of the current configuration.
-// Unforced, it reads them only when a stat shows a new size or mtime.
+// Unforced, it reads them only when a stat shows another file, size or
+// mtime, or when the last read was too soon after the mtime to trust it.
 func (s *Server) check(force bool) error {
 	if force {
 		s.mu.Lock()
@@ -163,7 +164,7 @@ func (s *Server) check(force bool) error {
 func (s *Server) statChanged() bool {
 	for _, st := range s.stamps {
 		fi, err := os.Stat(st.path)
-		if err != nil || fi.Size() != st.size || !fi.ModTime().Equal(st.mtime) {
+		if err != nil || st.racy() || !os.SameFile(fi, st.info) || fi.Size() != st.info.Size() || !fi.ModTime().Equal(st.info.ModTime()) {
 			return true
 		}
 	}
@@ -190,10 +191,12 @@ func (s *Server) contentChanged() (changed bool, sum [sha256.Size]byte) {
 	}
 	copy(sum[:], h.Sum(nil))
 	if !changed {
-		// Refresh the stamps so the next stat pass is quiet again.
+		// Refresh the stamps so the next stat pass is quiet again (once
+		// the files are past racyWindow).
+		now := time.Now()
 		for i := range s.stamps {
 			if fi, err := os.Stat(s.stamps[i].path); err == nil {
-				s.stamps[i].size, s.stamps[i].mtime = fi.Size(), fi.ModTime()
+				s.stamps[i].info, s.stamps[i].readAt = fi, now
 			}
 		}
 	}

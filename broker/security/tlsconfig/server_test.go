@@ -377,3 +377,37 @@ func TestReloadConcurrent(t *testing.T) {
 		require.NoError(t, err)
 	}
 }
+
+// TestReloadRacyMtime: an in-place rewrite of the same size that keeps
+// the mtime (a coarse file system clock) is still seen, because the file
+// changed too soon before it was read for its stat to be trusted.
+func TestReloadRacyMtime(t *testing.T) {
+	ca := newCA(t, "ca")
+	first, second := serverCert(t, ca, "localhost"), serverCert(t, ca, "localhost")
+	a, b := first.keyPEM(t, "")+first.certPEM(), second.keyPEM(t, "")+second.certPEM()
+	for len(a) < len(b) {
+		a += "\n"
+	}
+	for len(b) < len(a) {
+		b += "\n"
+	}
+	dir := t.TempDir()
+	ss := Settings{KeystoreType: "PEM", KeystoreLocation: filepath.Join(dir, "keystore.pem")}
+	require.NoError(t, os.WriteFile(ss.KeystoreLocation, []byte(a), 0o600))
+	srv := newServer(t, ss)
+	srv.interval = 0
+	client := newClient(t, inlineClient(t, ca, nil), "localhost")
+	require.Equal(t, first.cert.SerialNumber.String(), presented(t, srv, client))
+
+	before, err := os.Stat(ss.KeystoreLocation)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(ss.KeystoreLocation, []byte(b), 0o600))
+	require.NoError(t, os.Chtimes(ss.KeystoreLocation, before.ModTime(), before.ModTime()))
+	after, err := os.Stat(ss.KeystoreLocation)
+	require.NoError(t, err)
+	require.True(t, os.SameFile(before, after))
+	require.Equal(t, before.Size(), after.Size())
+	require.Equal(t, before.ModTime(), after.ModTime())
+
+	require.Equal(t, second.cert.SerialNumber.String(), presented(t, srv, client))
+}

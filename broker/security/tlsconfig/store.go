@@ -23,20 +23,32 @@ import (
 	"software.sslmate.com/src/go-pkcs12"
 )
 
-// fileStamp is what a reload check compares: size and modification time
-// first, as they cost a stat, then the content's hash.
+// fileStamp is what a reload check compares: the file's identity, size
+// and modification time first, as they cost a stat, then the content's
+// hash.
 type fileStamp struct {
-	path  string
-	size  int64
-	mtime time.Time
-	sum   [sha256.Size]byte
+	path   string
+	info   os.FileInfo
+	readAt time.Time // when info was taken
+	sum    [sha256.Size]byte
 }
+
+// racyWindow is how long after a file's mtime a stat is not trusted to
+// show a later change: file systems stamp mtimes from a coarse clock (a
+// jiffy, or seconds), so a rewrite soon after the read can keep size and
+// mtime. Until the file has been quiet that long, checks hash it (as git
+// treats "racily clean" entries).
+const racyWindow = 2 * time.Second
+
+// racy says whether st's stat may hide a change.
+func (st fileStamp) racy() bool { return st.readAt.Sub(st.info.ModTime()) < racyWindow }
 
 // fileSet records the files one build read, so a later check knows what
 // to stat and what content the configuration came from.
 type fileSet struct{ stamps []fileStamp }
 
 func (fs *fileSet) read(setting, path string) ([]byte, error) {
+	now := time.Now()
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, &SettingError{Setting: setting, File: path, Err: bare(err)}
@@ -45,7 +57,7 @@ func (fs *fileSet) read(setting, path string) ([]byte, error) {
 	if err != nil {
 		return nil, &SettingError{Setting: setting, File: path, Err: bare(err)}
 	}
-	fs.stamps = append(fs.stamps, fileStamp{path: path, size: fi.Size(), mtime: fi.ModTime(), sum: sha256.Sum256(b)})
+	fs.stamps = append(fs.stamps, fileStamp{path: path, info: fi, readAt: now, sum: sha256.Sum256(b)})
 	return b, nil
 }
 
