@@ -1,13 +1,23 @@
 package broker
 
-import "github.com/qk-project/qk/broker/metadata"
+import (
+	"github.com/qk-project/qk/broker/config"
+	"github.com/qk-project/qk/broker/metadata"
+	"github.com/qk-project/qk/broker/security/acl"
+)
 
-// WithAuthorizer turns ACLs on, as authorizer.class.name does in Kafka:
-// the broker creates the /kafka-acl* nodes at start and serves
-// CreateAcls, DescribeAcls and DeleteAcls (SECURITY_DISABLED without
-// it). Every broker's metadata cache follows the ACLs either way
-// (Snapshot.ACLs).
-func WithAuthorizer(enabled bool) Option { return func(o *options) { o.authorizer = enabled } }
+// newAuthorizer is Kafka's AclAuthorizer settings when
+// authorizer.class.name names it, nil (no authorizer) otherwise.
+func (s *Server) newAuthorizer(cfg *config.Broker) *acl.Authorizer {
+	if !s.authorizer {
+		return nil
+	}
+	a := &acl.Authorizer{SuperUsers: map[string]bool{}, AllowEveryoneIfNoACLFound: cfg.AllowEveryoneIfNoACLFound}
+	for _, u := range cfg.SuperUsers {
+		a.SuperUsers[u] = true
+	}
+	return a
+}
 
 // MetadataStore is the broker's metadata store session, for tests that
 // check the nodes the broker wrote.

@@ -543,7 +543,7 @@ func TestApiVersionsMatchesTable(t *testing.T) {
 	}
 	require.Equal(t, [2]int16{3, 13}, keys[0], "Produce")
 	require.Equal(t, [2]int16{4, 18}, keys[1], "Fetch")
-	require.Len(t, keys, 34) // 23 (with ElectLeaders, the two reassignment, the two SCRAM credential and the two client quota APIs) + the 11 group APIs
+	require.Len(t, keys, 39) // 28 (with ElectLeaders, the two reassignment, the two SCRAM credential, the two client quota, the three ACL and the two SASL APIs) + the 11 group APIs
 	require.Equal(t, [2]int16{0, 1}, keys[48], "DescribeClientQuotas")
 	require.Equal(t, [2]int16{0, 1}, keys[49], "AlterClientQuotas")
 	require.Equal(t, [2]int16{0, 0}, keys[50], "DescribeUserScramCredentials")

@@ -55,8 +55,6 @@ type options struct {
 	lg    *slog.Logger
 	store metadata.Store
 	clock func() time.Time
-	// authorizer: ACLs are on (WithAuthorizer).
-	authorizer bool
 }
 
 // WithLogger sets the logger (nil discards).
@@ -79,7 +77,7 @@ type Server struct {
 	lg     *slog.Logger
 	now    func() time.Time
 	store  metadata.Store
-	// authorizer: ACLs are on (WithAuthorizer).
+	// authorizer: ACLs are on (authorizer.class.name).
 	authorizer bool
 
 	clusterID   string
@@ -166,7 +164,7 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 	if len(cfg.LogDirs) == 0 {
 		return nil, log.ErrLogDirs
 	}
-	s := &Server{static: cfg, lg: o.lg.With("broker_id", cfg.BrokerID), now: o.clock, store: o.store, authorizer: o.authorizer,
+	s := &Server{static: cfg, lg: o.lg.With("broker_id", cfg.BrokerID), now: o.clock, store: o.store, authorizer: cfg.AuthorizerClassName != "",
 		hosted: map[log.TopicPartition][16]byte{}, startEnded: make(chan struct{}), firstMetadata: make(chan struct{})}
 	s.cfg.Store(cfg)
 	for _, d := range cfg.LogDirs {
@@ -632,7 +630,7 @@ func (s *Server) Start() (err error) {
 		// The listener the controller reaches this broker on.
 		InterBrokerListener: cfg.InterBrokerListenerName,
 		Listeners:           listenerAuth,
-		AuthorizerEnabled:   s.authorizer,
+		Authorizer:          s.newAuthorizer(cfg),
 	})
 	if s.http != nil {
 		s.http.SetState(&httpapi.State{Replicas: s.replicas, Cache: s.cache, Controller: s.ctrl, Network: s.net,

@@ -93,19 +93,4 @@ func (h *Handler) handleJoinGroup(c *call) {
 }
 
 // hostOf is the client's IP address, as Kafka records it (client host).
-func hostOf(c *call) string {
-	if a, ok := c.r.RemoteAddr.(interface{ String() string }); ok && a != nil {
-		s := a.String()
-		for i := len(s) - 1; i >= 0; i-- {
-			if s[i] == ':' {
-				s = s[:i]
-				break
-			}
-		}
-		if len(s) > 1 && s[0] == '[' {
-			s = s[1 : len(s)-1]
-		}
-		return s
-	}
-	return ""
-}
+func hostOf(c *call) string { return remoteHost(c.r) }

@@ -31,7 +31,7 @@ import (
 func (h *Handler) handleDescribeACLs(c *call) {
 	req := c.req.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-	if !h.cfg.AuthorizerEnabled {
+	if h.cfg.Authorizer == nil {
 		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, ptrString(securityDisabledMessage)
 		c.respond(resp)
 		return

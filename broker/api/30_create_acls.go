@@ -39,7 +39,7 @@ func (h *Handler) handleCreateACLs(c *call) {
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
 	}
-	if !h.cfg.AuthorizerEnabled {
+	if h.cfg.Authorizer == nil {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.SecurityDisabled.Code, ptrString(securityDisabledMessage)
 		}

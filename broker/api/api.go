@@ -17,6 +17,7 @@ import (
 	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/replica"
 	"github.com/qk-project/qk/broker/replica/quota"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // Config wires a Handler.
@@ -61,16 +62,19 @@ type Config struct {
 	// Listeners says how each listener, by name, authenticates its
 	// clients; a listener missing here is PLAINTEXT.
 	Listeners map[string]*ListenerAuth
-	// AuthorizerEnabled: an authorizer is configured
-	// (authorizer.class.name), so the ACL APIs are served; without one
-	// they answer SECURITY_DISABLED, as Kafka does.
-	AuthorizerEnabled bool
+	// Authorizer is the ACL authorizer (authorizer.class.name), with
+	// super.users and allow.everyone.if.no.acl.found; nil when none is
+	// configured: every request is allowed and the ACL APIs answer
+	// SECURITY_DISABLED, as Kafka does.
+	Authorizer *acl.Authorizer
 }
 
 // Handler serves the Kafka protocol: it implements network.Handler.
 type Handler struct {
 	cfg Config
 	lg  *slog.Logger
+	// authLog is the audit log of denials (component=authorizer).
+	authLog *slog.Logger
 	now func() time.Time
 
 	sessions *fetchSessionCache // fetch sessions (KIP-227)
@@ -92,6 +96,7 @@ func New(cfg Config) *Handler {
 		cfg.Clock = time.Now
 	}
 	return &Handler{cfg: cfg, lg: cfg.Logger.With("component", "api"), now: cfg.Clock,
+		authLog: cfg.Logger.With("component", "authorizer"),
 		sessions: newFetchSessionCache(cfg.FetchSessionCacheSlots, cfg.FetchSessionEviction)}
 }
 

@@ -25,7 +25,9 @@ type options struct {
 	level      slog.Level
 	clock      func() time.Time
 	logs       io.Writer
-	authorizer bool
+	// superUserSet: WithConfig set super.users, which WithAuthorizer
+	// then leaves alone.
+	superUserSet bool
 }
 
 // WithLogWriter also writes the brokers' log lines (at the WithLogLevel
@@ -34,7 +36,12 @@ func WithLogWriter(w io.Writer) Option { return func(o *options) { o.logs = w } 
 
 // WithConfig sets a broker setting (Kafka's name), as --set does.
 func WithConfig(key, value string) Option {
-	return func(o *options) { o.sets = append(o.sets, key+"="+value) }
+	return func(o *options) {
+		o.sets = append(o.sets, key+"="+value)
+		if key == "super.users" {
+			o.superUserSet = true
+		}
+	}
 }
 
 // WithLogLevel sets the level of the brokers' log lines in the test
@@ -47,9 +54,18 @@ func WithLogLevel(l slog.Level) Option { return func(o *options) { o.level = l }
 // concurrent use.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
 
-// WithAuthorizer turns the brokers' ACLs on (broker.WithAuthorizer),
-// as authorizer.class.name does.
-func WithAuthorizer() Option { return func(o *options) { o.authorizer = true } }
+// WithAuthorizer turns the brokers' ACLs on with
+// authorizer.class.name=kafka.security.authorizer.AclAuthorizer, and,
+// unless WithConfig sets super.users, makes User:ANONYMOUS (every
+// PLAINTEXT client, the tests' set-up connections) a super user.
+func WithAuthorizer() Option {
+	return func(o *options) {
+		o.sets = append(o.sets, "authorizer.class.name=kafka.security.authorizer.AclAuthorizer")
+		if !o.superUserSet {
+			o.sets = append(o.sets, "super.users=User:ANONYMOUS")
+		}
+	}
+}
 
 // Broker is one running in-process broker.
 type Broker struct {
@@ -144,9 +160,6 @@ func (b *Broker) start(port int) {
 	opts := []broker.Option{broker.WithLogger(lg)}
 	if b.opts.clock != nil {
 		opts = append(opts, broker.WithClock(b.opts.clock))
-	}
-	if b.opts.authorizer {
-		opts = append(opts, broker.WithAuthorizer(true))
 	}
 	if b.store != nil {
 		sess, err := b.store.NewSession()
