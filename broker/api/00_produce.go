@@ -16,6 +16,7 @@ import (
 	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/record"
 	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // Produce: v3-13
@@ -99,10 +100,19 @@ func (h *Handler) handleProduce(c *call) {
 		c.respond(resp)
 	}
 
+	// A transactional produce needs WRITE on its transactional id, every
+	// topic WRITE on the topic (KafkaApis.handleProduceRequest).
+	var txnErr error
+	if req.TransactionID != nil && !c.authorize(acl.Write, acl.TransactionalID, *req.TransactionID) {
+		txnErr = kerr.TransactionalIDAuthorizationFailed
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		name, topicErr := h.produceTopic(c, snap, req, rt)
+		if txnErr != nil {
+			topicErr = txnErr
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -208,7 +218,15 @@ func (h *Handler) produceTopic(c *call, snap *controller.Snapshot, req *kmsg.Pro
 		if !ok {
 			return "", errUnknownTopicID
 		}
+		if !c.authorize(acl.Write, acl.Topic, t.Name) {
+			return t.Name, kerr.TopicAuthorizationFailed
+		}
 		return t.Name, nil
+	}
+	// Authorized before its existence is known, as Kafka does, so a
+	// client cannot probe for topics it may not write.
+	if !c.authorize(acl.Write, acl.Topic, rt.Topic) {
+		return rt.Topic, kerr.TopicAuthorizationFailed
 	}
 	if _, ok := snap.Topics[rt.Topic]; ok {
 		return rt.Topic, nil
@@ -216,7 +234,7 @@ func (h *Handler) produceTopic(c *call, snap *controller.Snapshot, req *kmsg.Pro
 	if err := validTopicName(rt.Topic); err != nil {
 		return rt.Topic, err
 	}
-	if !h.broker().AutoCreateTopicsEnable {
+	if !h.broker().AutoCreateTopicsEnable || !c.mayCreateTopic(rt.Topic) {
 		return rt.Topic, replica.ErrUnknownTopicOrPartition
 	}
 	ctx, cancel := c.ctx(req.TimeoutMillis)

@@ -2,8 +2,10 @@ package api
 
 import (
 	"errors"
+	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/controller"
@@ -11,6 +13,7 @@ import (
 	"github.com/qk-project/qk/broker/network"
 	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // Fetch: v4-18
@@ -92,6 +95,45 @@ type delayedFetch struct {
 	bytes      int64
 	partitions int  // partitions read
 	stop       bool // an error or a condition that answers at once
+	// denied are the topics (by name) the principal may not READ, or
+	// every topic for a follower fetch without CLUSTER_ACTION; decided
+	// once per request (nil without an authorizer).
+	denied    map[string]bool
+	deniedAll bool
+}
+
+// authorize decides the fetch's topics once, before the first read: a
+// follower needs CLUSTER_ACTION on the cluster, a consumer READ on each
+// topic (KafkaApis.handleFetchRequest); what is refused is answered
+// TOPIC_AUTHORIZATION_FAILED.
+func (f *delayedFetch) authorize(snap *controller.Snapshot) {
+	if f.h.authorizer() == nil {
+		return
+	}
+	replicaID := f.req.ReplicaID
+	if f.c.version >= 15 {
+		replicaID = f.req.ReplicaState.ID
+	}
+	if replicaID >= 0 {
+		f.deniedAll = !f.c.authorizeCluster(acl.ClusterAction)
+		return
+	}
+	ta := f.c.topicAuth(acl.Read)
+	for i := range f.ctx.parts {
+		pt := &f.ctx.parts[i]
+		name := pt.topic
+		if t := f.topic(snap, pt); t != nil {
+			name = t.Name
+		} else if f.ctx.usesTopicIDs {
+			continue // UNKNOWN_TOPIC_ID, whatever the ACLs
+		}
+		if !ta.ok(f.c, acl.Read, name) {
+			if f.denied == nil {
+				f.denied = map[string]bool{}
+			}
+			f.denied[strings.Clone(name)] = true
+		}
+	}
 }
 
 func (h *Handler) handleFetch(c *call) {
@@ -102,6 +144,7 @@ func (h *Handler) handleFetch(c *call) {
 		f.respond()
 		return
 	}
+	f.authorize(h.cfg.Cache.Snapshot())
 	received := c.r.ReceivedAt
 	if received.IsZero() {
 		received = h.now()
@@ -196,6 +239,9 @@ func (f *delayedFetch) read() {
 				name = topic.Name
 			} else if f.ctx.usesTopicIDs {
 				topicErr = errUnknownTopicID
+			}
+			if f.deniedAll || f.denied[name] {
+				topicErr = kerr.TopicAuthorizationFailed
 			}
 		}
 		f.partitions++

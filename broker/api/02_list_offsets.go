@@ -8,6 +8,7 @@ import (
 
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // ListOffsets: v0-11
@@ -48,6 +49,19 @@ func (h *Handler) handleListOffsets(c *call) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
+		if !c.authorize(acl.Describe, acl.Topic, rt.Topic) {
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+				sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
+				if c.version == 0 {
+					sp.OldStyleOffsets = []int64{}
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		var seen []int32
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewListOffsetsResponseTopicPartition()

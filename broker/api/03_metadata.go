@@ -8,6 +8,7 @@ import (
 
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/metadata"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // Metadata: v0-13
@@ -25,8 +26,11 @@ import (
 //   live), leader epoch, replicas, ISR, offline replicas (a live broker is
 //   one where the partition's log could not be opened on it: this broker,
 //   whose partition then has KAFKA_STORAGE_ERROR if it leads it)
-// * Authorized operations: -2147483648 unless asked for; when asked, all
-//   operations, since qk has no authorizer
+// * With an authorizer: all topics means those the principal may
+//   DESCRIBE; a named topic it may not describe, or may not create when
+//   it would be auto-created, is TOPIC_AUTHORIZATION_FAILED
+// * Authorized operations: -2147483648 unless asked for; when asked, the
+//   principal's (all without an authorizer)
 //
 // Version notes:
 // * v1: controller id, rack, internal flag; null topics = all
@@ -55,14 +59,17 @@ func (h *Handler) handleMetadata(c *call) {
 	resp.ClusterID = &snap.ClusterID
 	resp.ControllerID = snap.ControllerID
 	if c.version >= 8 && c.version <= 10 && req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterOps
+		resp.AuthorizedOperations = c.clusterOperations()
 	}
 	includeOps := c.version >= 8 && req.IncludeTopicAuthorizedOperations
 
 	all := req.Topics == nil || (c.version == 0 && len(req.Topics) == 0)
 	if all {
+		// Only the topics the principal may describe, silently.
 		for _, name := range snap.TopicNames() {
-			resp.Topics = append(resp.Topics, h.metadataTopic(snap, snap.Topics[name], includeOps))
+			if c.allowed(acl.Describe, acl.Topic, name, false) {
+				resp.Topics = append(resp.Topics, c.metadataTopic(snap, snap.Topics[name], includeOps))
+			}
 		}
 		c.respond(resp)
 		return
@@ -76,14 +83,17 @@ func (h *Handler) handleMetadata(c *call) {
 				continue
 			}
 			t, ok := snap.TopicByID(rt.TopicID)
-			if !ok {
+			if !ok || !c.authorize(acl.Describe, acl.Topic, t.Name) {
 				mt := kmsg.NewMetadataResponseTopic()
 				mt.TopicID = rt.TopicID
 				mt.ErrorCode = kerr.UnknownTopicID.Code
+				if ok {
+					mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
 				resp.Topics = append(resp.Topics, mt)
 				continue
 			}
-			resp.Topics = append(resp.Topics, h.metadataTopic(snap, t, includeOps))
+			resp.Topics = append(resp.Topics, c.metadataTopic(snap, t, includeOps))
 			continue
 		}
 		name := *rt.Topic
@@ -91,7 +101,17 @@ func (h *Handler) handleMetadata(c *call) {
 			continue
 		}
 		seen[name] = true
+		// Describe is checked before existence, and auto-creation needs
+		// CREATE on the cluster or the topic; both refusals are
+		// TOPIC_AUTHORIZATION_FAILED, as Kafka answers them.
 		t, ok := snap.Topics[name]
+		if !c.authorize(acl.Describe, acl.Topic, name) || (!ok && allowAuto && !c.mayCreateTopic(name)) {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = &name
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
 		if !ok && allowAuto {
 			ctx, cancel := c.ctx(0)
 			created, err := h.autoCreateTopic(ctx, name)
@@ -117,7 +137,7 @@ func (h *Handler) handleMetadata(c *call) {
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, h.metadataTopic(snap, t, includeOps))
+		resp.Topics = append(resp.Topics, c.metadataTopic(snap, t, includeOps))
 	}
 	c.respond(resp)
 }
@@ -147,12 +167,26 @@ var noReplicas = []int32{}
 // metadataTopic describes t, with this broker among a partition's
 // offline replicas, and KAFKA_STORAGE_ERROR as the partition's error when
 // it leads it, where the partition's log could not be opened here.
-func (h *Handler) metadataTopic(snap *controller.Snapshot, t *controller.Topic, includeOps bool) kmsg.MetadataResponseTopic {
+func (c *call) metadataTopic(snap *controller.Snapshot, t *controller.Topic, includeOps bool) kmsg.MetadataResponseTopic {
+	h := c.h
 	var offline func(string, int32) bool
 	if h.cfg.Replicas != nil {
 		offline = h.cfg.Replicas.Offline
 	}
-	return metadataTopic(snap, t, includeOps, h.cfg.BrokerID, offline)
+	mt := metadataTopic(snap, t, includeOps, h.cfg.BrokerID, offline)
+	if includeOps && h.authorizer() != nil {
+		mt.AuthorizedOperations = c.authorizedOperations(acl.Topic, t.Name)
+	}
+	return mt
+}
+
+// clusterOperations is the cluster's authorized operations (KIP-430):
+// all without an authorizer.
+func (c *call) clusterOperations() int32 {
+	if c.h.authorizer() == nil {
+		return clusterOps
+	}
+	return c.authorizedOperations(acl.Cluster, acl.ClusterName)
 }
 
 func metadataTopic(snap *controller.Snapshot, t *controller.Topic, includeOps bool, self int32, offline func(string, int32) bool) kmsg.MetadataResponseTopic {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // LeaderAndIsr (4): v0-7, StopReplica (5): v0-4, UpdateMetadata (6): v0-8,
@@ -27,6 +29,13 @@ import (
 //   qk does not parse; Kafka's brokers have sent v1+ since 0.9
 
 func (h *Handler) handleControl(c *call) {
+	// Inter-broker requests need CLUSTER_ACTION (the brokers' principals
+	// are super users, or granted it); refused, the connection closes,
+	// since these requests have no error for it that every version has.
+	if !c.authorizeCluster(acl.ClusterAction) {
+		c.r.CloseConnection()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	resp, err := h.cfg.Control(ctx, c.req)

@@ -3,10 +3,12 @@ package api
 import (
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/group"
 	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // OffsetCommit: v0-10
@@ -38,6 +40,10 @@ func (h *Handler) handleOffsetCommit(c *call) {
 	var commits []group.Commit
 	type slot struct{ t, p, i int } // response topic, partition, commit index (-1: error set)
 	var slots []slot
+	// READ on the group, else every partition is GROUP_AUTHORIZATION_FAILED;
+	// READ on each topic, else its partitions are TOPIC_AUTHORIZATION_FAILED.
+	groupOK := c.authorize(acl.Read, acl.Group, req.Group)
+	ta := c.topicAuth(acl.Read)
 	for ti, rt := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
@@ -54,6 +60,14 @@ func (h *Handler) handleOffsetCommit(c *call) {
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()
 			sp.Partition = rp.Partition
 			st.Partitions = append(st.Partitions, sp)
+			switch {
+			case !groupOK:
+				st.Partitions[pi].ErrorCode = kerr.GroupAuthorizationFailed.Code
+				continue
+			case !ta.ok(c, acl.Read, name):
+				st.Partitions[pi].ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if !known {
 				if c.version >= 10 {
 					st.Partitions[pi].ErrorCode = errorCode(errUnknownTopicID)

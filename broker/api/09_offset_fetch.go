@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/group"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // OffsetFetch: v0-10
@@ -38,7 +40,7 @@ func (h *Handler) handleOffsetFetch(c *call) {
 				asked = append(asked, offsetTopic{name: t.Topic, partitions: t.Partitions})
 			}
 		}
-		topics, err := h.fetchOffsets(snap, req.Group, asked, req.Topics == nil)
+		topics, err := c.fetchOffsets(snap, req.Group, asked, req.Topics == nil)
 		if err != nil && c.version >= 2 {
 			resp.ErrorCode = errorCode(err)
 		}
@@ -50,6 +52,8 @@ func (h *Handler) handleOffsetFetch(c *call) {
 				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p.partition, p.Offset.Offset, p.LeaderEpoch, &p.Metadata
 				if err != nil {
 					rp.ErrorCode = errorCode(err)
+				} else if t.denied {
+					rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
@@ -71,7 +75,7 @@ func (h *Handler) handleOffsetFetch(c *call) {
 			}
 			asked = append(asked, offsetTopic{name: name, id: t.TopicID, partitions: t.Partitions})
 		}
-		topics, err := h.fetchOffsets(snap, rg.Group, asked, rg.Topics == nil)
+		topics, err := c.fetchOffsets(snap, rg.Group, asked, rg.Topics == nil)
 		if err != nil {
 			g.ErrorCode = errorCode(err)
 		} else {
@@ -81,6 +85,9 @@ func (h *Handler) handleOffsetFetch(c *call) {
 				for _, p := range t.offsets {
 					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p.partition, p.Offset.Offset, p.LeaderEpoch, &p.Metadata
+					if t.denied {
+						rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+					}
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				g.Topics = append(g.Topics, rt)
@@ -96,6 +103,37 @@ type offsetTopic struct {
 	id         [16]byte
 	partitions []int32
 	offsets    []fetchedOffset
+	// denied: the principal may not DESCRIBE the topic; its partitions
+	// answer TOPIC_AUTHORIZATION_FAILED without offsets.
+	denied bool
+}
+
+// fetchOffsets is the handler's fetchOffsets with Kafka's authorization:
+// DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED), and on each
+// topic: an asked topic the principal may not describe has its
+// partitions refused, and "all committed offsets" leaves such topics out.
+func (c *call) fetchOffsets(snap *controller.Snapshot, id string, asked []offsetTopic, all bool) ([]offsetTopic, error) {
+	if !c.authorize(acl.Describe, acl.Group, id) {
+		return nil, kerr.GroupAuthorizationFailed
+	}
+	topics, err := c.h.fetchOffsets(snap, id, asked, all)
+	if err != nil || c.h.authorizer() == nil {
+		return topics, err
+	}
+	out := topics[:0]
+	for _, t := range topics {
+		if !c.allowed(acl.Describe, acl.Topic, t.name, !all) {
+			if all {
+				continue
+			}
+			t.denied = true
+			for i := range t.offsets {
+				t.offsets[i].Offset = group.Offset{Offset: -1, LeaderEpoch: -1}
+			}
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 type fetchedOffset struct {

@@ -1,7 +1,13 @@
 package api
 
 import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // FindCoordinator: v0-6
@@ -25,7 +31,7 @@ func (h *Handler) handleFindCoordinator(c *call) {
 	ctx, cancel := c.ctx(0)
 	defer cancel()
 	if c.version < 4 {
-		b, err := h.coordinator(ctx, req.CoordinatorKey, req.CoordinatorType, c.r.Listener)
+		b, err := c.coordinator(ctx, req.CoordinatorKey, req.CoordinatorType)
 		if err != nil {
 			resp.ErrorCode = errorCode(err)
 			resp.ErrorMessage = errorMessage(err)
@@ -40,7 +46,7 @@ func (h *Handler) handleFindCoordinator(c *call) {
 	for _, key := range req.CoordinatorKeys {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key = key
-		b, err := h.coordinator(ctx, key, req.CoordinatorType, c.r.Listener)
+		b, err := c.coordinator(ctx, key, req.CoordinatorType)
 		if err != nil {
 			rc.ErrorCode = errorCode(err)
 			rc.ErrorMessage = errorMessage(err)
@@ -52,4 +58,21 @@ func (h *Handler) handleFindCoordinator(c *call) {
 		resp.Coordinators = append(resp.Coordinators, rc)
 	}
 	c.respond(resp)
+}
+
+// coordinator is the handler's coordinator lookup behind Kafka's check:
+// DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+func (c *call) coordinator(ctx context.Context, key string, typ int8) (controller.Broker, error) {
+	switch typ {
+	case 0:
+		if !c.authorize(acl.Describe, acl.Group, key) {
+			return controller.Broker{}, kerr.GroupAuthorizationFailed
+		}
+	case 1:
+		if !c.authorize(acl.Describe, acl.TransactionalID, key) {
+			return controller.Broker{}, kerr.TransactionalIDAuthorizationFailed
+		}
+	}
+	return c.h.coordinator(ctx, key, typ, c.r.Listener)
 }

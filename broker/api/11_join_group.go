@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/group"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // JoinGroup: v0-9
@@ -56,6 +58,10 @@ func (h *Handler) handleJoinGroup(c *call) {
 			resp.Protocol = &empty
 		}
 		c.respond(resp)
+	}
+	if !c.authorize(acl.Read, acl.Group, req.Group) {
+		respond(group.JoinResult{Err: kerr.GroupAuthorizationFailed, MemberID: req.MemberID, Generation: -1})
+		return
 	}
 	if req.Group == "" {
 		respond(group.JoinResult{Err: errInvalidGroupID, MemberID: req.MemberID, Generation: -1})

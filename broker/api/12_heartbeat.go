@@ -1,7 +1,10 @@
 package api
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // Heartbeat: v0-4
@@ -17,7 +20,9 @@ import (
 func (h *Handler) handleHeartbeat(c *call) {
 	req := c.req.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if err := h.cfg.Groups.Heartbeat(req.Group, req.MemberID, req.InstanceID, req.Generation); err != nil {
+	if !c.authorize(acl.Read, acl.Group, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	} else if err := h.cfg.Groups.Heartbeat(req.Group, req.MemberID, req.InstanceID, req.Generation); err != nil {
 		resp.ErrorCode = errorCode(err)
 	}
 	c.respond(resp)

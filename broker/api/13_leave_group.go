@@ -1,9 +1,11 @@
 package api
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/group"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // LeaveGroup: v0-5
@@ -23,6 +25,11 @@ import (
 func (h *Handler) handleLeaveGroup(c *call) {
 	req := c.req.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !c.authorize(acl.Read, acl.Group, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		c.respond(resp)
+		return
+	}
 	var members []group.LeaveMember
 	if c.version < 3 {
 		members = []group.LeaveMember{{MemberID: req.MemberID}}

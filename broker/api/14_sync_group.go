@@ -2,9 +2,12 @@ package api
 
 import (
 	"bytes"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/group"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // SyncGroup: v0-5
@@ -25,6 +28,12 @@ import (
 
 func (h *Handler) handleSyncGroup(c *call) {
 	req := c.req.(*kmsg.SyncGroupRequest)
+	if !c.authorize(acl.Read, acl.Group, req.Group) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode, resp.MemberAssignment = kerr.GroupAuthorizationFailed.Code, []byte{}
+		c.respond(resp)
+		return
+	}
 	sr := group.SyncRequest{MemberID: req.MemberID, InstanceID: req.InstanceID, Generation: req.Generation,
 		ProtocolType: req.ProtocolType, Protocol: req.Protocol, Assignments: map[string][]byte{}}
 	for _, a := range req.GroupAssignment {

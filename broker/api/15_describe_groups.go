@@ -3,6 +3,8 @@ package api
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // DescribeGroups: v0-6
@@ -25,8 +27,16 @@ func (h *Handler) handleDescribeGroups(c *call) {
 	for _, id := range req.Groups {
 		g := kmsg.NewDescribeGroupsResponseGroup()
 		g.Group = id
+		if !c.authorize(acl.Describe, acl.Group, id) {
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		if req.IncludeAuthorizedOperations {
 			g.AuthorizedOperations = groupOps
+			if h.authorizer() != nil {
+				g.AuthorizedOperations = c.authorizedOperations(acl.Group, id)
+			}
 		}
 		d, ok, err := h.cfg.Groups.Describe(id)
 		switch {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // ListGroups: v0-5
@@ -27,7 +29,13 @@ func (h *Handler) handleListGroups(c *call) {
 	if loading {
 		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 	}
+	// DESCRIBE on the cluster lists every group, else those the principal
+	// may DESCRIBE, as Kafka does.
+	everyGroup := c.allowed(acl.Describe, acl.Cluster, acl.ClusterName, false)
 	for _, g := range groups {
+		if !everyGroup && !c.allowed(acl.Describe, acl.Group, g.ID, false) {
+			continue
+		}
 		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, g.State.String()) }) {
 			continue
 		}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // CreateTopics: v0-7
@@ -58,7 +60,13 @@ func (h *Handler) handleCreateTopics(c *call) {
 		} else if c.version >= 5 {
 			st.NumPartitions, st.ReplicationFactor = t.partitions, t.replicationFactor
 			st.TopicID = t.id
-			for _, e := range config.DescribeTopic(t.config, b) {
+			// Its configs only with DESCRIBE_CONFIGS on it (Kafka's
+			// topic_config_error_code).
+			configs := config.DescribeTopic(t.config, b)
+			if !c.authorize(acl.DescribeConfigs, acl.Topic, rt.Topic) {
+				st.ConfigErrorCode, configs = kerr.TopicAuthorizationFailed.Code, nil
+			}
+			for _, e := range configs {
 				ce := kmsg.NewCreateTopicsResponseTopicConfig()
 				ce.Name, ce.Value, ce.ReadOnly, ce.Source, ce.IsSensitive = e.Name, e.Value, e.ReadOnly, int8(e.Source), e.Sensitive
 				st.Configs = append(st.Configs, ce)
@@ -108,6 +116,9 @@ type createdTopic struct {
 func (h *Handler) createTopic(ctx context.Context, c *call, rt kmsg.CreateTopicsRequestTopic, duplicate, validateOnly bool, b *config.Broker) (createdTopic, error) {
 	if duplicate {
 		return createdTopic{}, fmt.Errorf("%w: create topics request from client contains duplicate topic %s", errInvalidRequest, rt.Topic)
+	}
+	if !c.mayCreateTopic(rt.Topic) {
+		return createdTopic{}, kerr.TopicAuthorizationFailed
 	}
 	if err := validTopicName(rt.Topic); err != nil {
 		return createdTopic{}, err

@@ -3,7 +3,10 @@ package api
 import (
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // DeleteTopics: v0-6
@@ -65,6 +68,9 @@ func (h *Handler) handleDeleteTopics(c *call) {
 			} else {
 				err = errUnknownTopicID
 			}
+		}
+		if err == nil && !c.authorize(acl.Delete, acl.Topic, name) {
+			err = kerr.TopicAuthorizationFailed
 		}
 		if err == nil && !h.broker().DeleteTopicEnable {
 			err = errTopicDeletionDisabled

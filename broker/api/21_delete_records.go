@@ -1,9 +1,11 @@
 package api
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // DeleteRecords: v0-2
@@ -28,10 +30,16 @@ func (h *Handler) handleDeleteRecords(c *call) {
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
+		denied := !c.authorize(acl.Delete, acl.Topic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			p, err := h.cfg.Replicas.Partition(rt.Topic, rp.Partition)
 			if err != nil {
 				if t, ok := snap.Topics[rt.Topic]; ok && rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/metadata"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // InitProducerId: v0-5
@@ -30,6 +31,19 @@ func (h *Handler) handleInitProducerID(c *call) {
 	req := c.req.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	// A transactional producer needs WRITE on its id; an idempotent one
+	// IDEMPOTENT_WRITE on the cluster or WRITE on some topic (Kafka 2.8+).
+	switch {
+	case req.TransactionalID != nil && !c.authorize(acl.Write, acl.TransactionalID, *req.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		c.respond(resp)
+		return
+	case req.TransactionalID == nil && !c.allowed(acl.IdempotentWrite, acl.Cluster, acl.ClusterName, false) && !c.mayWriteSomeTopic():
+		c.authorizeCluster(acl.IdempotentWrite) // the audit line
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		c.respond(resp)
+		return
+	}
 	if req.TransactionalID != nil {
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		c.respond(resp)

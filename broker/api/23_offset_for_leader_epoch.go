@@ -1,9 +1,11 @@
 package api
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // OffsetForLeaderEpoch: v0-4
@@ -25,13 +27,23 @@ func (h *Handler) handleOffsetForLeaderEpoch(c *call) {
 	req := c.req.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	snap := h.cfg.Cache.Snapshot()
+	// A follower (replica id ≥ 0, v3+) needs CLUSTER_ACTION, a client
+	// DESCRIBE on each topic.
+	follower := c.version >= 3 && req.ReplicaID >= 0
+	clusterOK := !follower || c.authorizeCluster(acl.ClusterAction)
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
+		denied := !clusterOK || (!follower && !c.authorize(acl.Describe, acl.Topic, rt.Topic))
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
+			if denied {
+				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+				continue
+			}
 			p, err := h.cfg.Replicas.Partition(rt.Topic, rp.Partition)
 			if err != nil {
 				if t, ok := snap.Topics[rt.Topic]; ok && rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {

@@ -36,6 +36,11 @@ func (h *Handler) handleDescribeACLs(c *call) {
 		c.respond(resp)
 		return
 	}
+	if err := c.clusterAuthorized(acl.Describe); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+		c.respond(resp)
+		return
+	}
 	f := acl.Filter{Type: acl.ResourceType(req.ResourceType), Name: req.ResourceName, Pattern: acl.PatternType(req.ResourcePatternType),
 		Principal: req.Principal, Host: req.Host, Operation: acl.Operation(req.Operation), Permission: acl.Permission(req.PermissionType)}
 	if err := f.Validate(); err != nil {

@@ -46,6 +46,13 @@ func (h *Handler) handleCreateACLs(c *call) {
 		c.respond(resp)
 		return
 	}
+	if err := c.clusterAuthorized(acl.Alter); err != nil {
+		for i := range resp.Results {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = errorCode(err), errorMessage(err)
+		}
+		c.respond(resp)
+		return
+	}
 	type pending struct {
 		entries []acl.Entry
 		index   []int

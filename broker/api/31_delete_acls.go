@@ -46,6 +46,13 @@ func (h *Handler) handleDeleteACLs(c *call) {
 		c.respond(resp)
 		return
 	}
+	if err := c.clusterAuthorized(acl.Alter); err != nil {
+		for i := range resp.Results {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = errorCode(err), errorMessage(err)
+		}
+		c.respond(resp)
+		return
+	}
 	filters := make([]acl.Filter, len(req.Filters))
 	valid := make([]bool, len(req.Filters))
 	candidates := h.cfg.Cache.Snapshot().ACLs().Resources()

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/config"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // DescribeConfigs: v0-4
@@ -32,6 +33,9 @@ func (h *Handler) handleDescribeConfigs(c *call) {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		entries, err := h.describeConfigs(rr)
+		if aerr := c.configAuthorized(acl.DescribeConfigs, int8(rr.ResourceType), rr.ResourceName); aerr != nil {
+			entries, err = nil, aerr
+		}
 		if err != nil {
 			sr.ErrorCode = errorCode(err)
 			sr.ErrorMessage = errorMessage(err)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // AlterConfigs: v0-2
@@ -30,6 +32,9 @@ func (h *Handler) handleAlterConfigs(c *call) {
 		sr := kmsg.NewAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		err := func() error {
+			if err := c.configAuthorized(acl.AlterConfigs, int8(rr.ResourceType), rr.ResourceName); err != nil {
+				return err
+			}
 			if _, err := h.currentConfig(int8(rr.ResourceType), rr.ResourceName); err != nil {
 				return err
 			}

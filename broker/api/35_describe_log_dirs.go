@@ -4,8 +4,11 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
+
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // DescribeLogDirs: v0-5
@@ -24,6 +27,12 @@ import (
 func (h *Handler) handleDescribeLogDirs(c *call) {
 	req := c.req.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	// DESCRIBE on the cluster; refused: the error (v3+), no directories.
+	if !c.authorizeCluster(acl.Describe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		c.respond(resp)
+		return
+	}
 	want := func(topic string, partition int32) bool {
 		if req.Topics == nil {
 			return true

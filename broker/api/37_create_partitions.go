@@ -3,7 +3,10 @@ package api
 import (
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // CreatePartitions: v0-3
@@ -36,6 +39,8 @@ func (h *Handler) handleCreatePartitions(c *call) {
 		var err error
 		if count[t.Topic] > 1 {
 			err = fmt.Errorf("%w: duplicate topic in request", errInvalidRequest)
+		} else if !c.authorize(acl.Alter, acl.Topic, t.Topic) {
+			err = kerr.TopicAuthorizationFailed
 		} else {
 			var assignment [][]int32
 			if t.Assignment != nil {

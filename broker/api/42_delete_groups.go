@@ -1,7 +1,10 @@
 package api
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // DeleteGroups: v0-3
@@ -21,7 +24,9 @@ func (h *Handler) handleDeleteGroups(c *call) {
 	for _, id := range req.Groups {
 		g := kmsg.NewDeleteGroupsResponseGroup()
 		g.Group = id
-		if err := h.cfg.Groups.DeleteGroup(id); err != nil {
+		if !c.authorize(acl.Delete, acl.Group, id) {
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		} else if err := h.cfg.Groups.DeleteGroup(id); err != nil {
 			g.ErrorCode = errorCode(err)
 			if c.version >= 3 {
 				g.ErrorMessage = errorMessage(err)

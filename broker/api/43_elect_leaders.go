@@ -10,6 +10,7 @@ import (
 
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/controller/statemachine"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // ElectLeaders: v0-2
@@ -48,7 +49,11 @@ func (h *Handler) handleElectLeaders(c *call) {
 			}
 		}
 	}
-	results, err := h.cfg.Controller.ElectLeaders(ctx, typ, tps)
+	var results map[controller.TP]error
+	err := c.clusterAuthorized(acl.Alter)
+	if err == nil {
+		results, err = h.cfg.Controller.ElectLeaders(ctx, typ, tps)
+	}
 	if err != nil {
 		code := errorCode(err)
 		var ke *kerr.Error

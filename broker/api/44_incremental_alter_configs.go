@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/config"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // IncrementalAlterConfigs: v0-1
@@ -34,6 +35,9 @@ func (h *Handler) handleIncrementalAlterConfigs(c *call) {
 		sr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		err := func() error {
+			if err := c.configAuthorized(acl.AlterConfigs, int8(rr.ResourceType), rr.ResourceName); err != nil {
+				return err
+			}
 			cfg, err := h.currentConfig(int8(rr.ResourceType), rr.ResourceName)
 			if err != nil {
 				return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/controller/statemachine"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // AlterPartitionReassignments: v0-1
@@ -52,7 +53,11 @@ func (h *Handler) handleAlterPartitionReassignments(c *call) {
 	for tp := range dup {
 		delete(targets, tp)
 	}
-	results, err := h.cfg.Controller.AlterPartitionReassignments(ctx, targets, allowRF)
+	var results map[controller.TP]error
+	err := c.clusterAuthorized(acl.Alter)
+	if err == nil {
+		results, err = h.cfg.Controller.AlterPartitionReassignments(ctx, targets, allowRF)
+	}
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
 		msg := err.Error()

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // ListPartitionReassignments: v0
@@ -27,7 +28,11 @@ func (h *Handler) handleListPartitionReassignments(c *call) {
 			}
 		}
 	}
-	rs, err := h.cfg.Controller.ListPartitionReassignments(tps)
+	err := c.clusterAuthorized(acl.Describe)
+	var rs []controller.Reassignment
+	if err == nil {
+		rs, err = h.cfg.Controller.ListPartitionReassignments(tps)
+	}
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
 		msg := err.Error()

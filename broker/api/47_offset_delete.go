@@ -1,9 +1,11 @@
 package api
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/group"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // OffsetDelete: v0
@@ -19,8 +21,19 @@ import (
 func (h *Handler) handleOffsetDelete(c *call) {
 	req := c.req.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	// DELETE on the group, READ on each topic (Kafka's OffsetDelete);
+	// refused topics are left out of the deletion.
+	if !c.authorize(acl.Delete, acl.Group, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		c.respond(resp)
+		return
+	}
+	ta := c.topicAuth(acl.Read)
 	var tps []group.TopicPartition
 	for _, t := range req.Topics {
+		if !ta.ok(c, acl.Read, t.Topic) {
+			continue
+		}
 		for _, p := range t.Partitions {
 			tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
@@ -35,9 +48,15 @@ func (h *Handler) handleOffsetDelete(c *call) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
+		denied := !ta.ok(c, acl.Read, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
+			if denied {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			rp.ErrorCode = errorCode(errs[i])
 			i++
 			rt.Partitions = append(rt.Partitions, rp)

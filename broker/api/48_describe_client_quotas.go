@@ -11,6 +11,7 @@ import (
 
 	"github.com/qk-project/qk/broker/clientquota"
 	"github.com/qk-project/qk/broker/controller"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // DescribeClientQuotas: v0-1
@@ -74,6 +75,9 @@ func (h *Handler) handleDescribeClientQuotas(c *call) {
 	ctx, cancel := c.ctx(0)
 	defer cancel()
 	entries, err := func() ([]kmsg.DescribeClientQuotasResponseEntry, error) {
+		if err := c.clusterAuthorized(acl.DescribeConfigs); err != nil {
+			return nil, err
+		}
 		user, client, ipOnly, err := quotaFilters(req.Components)
 		if err != nil || ipOnly {
 			return nil, err

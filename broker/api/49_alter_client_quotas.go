@@ -8,6 +8,7 @@ import (
 
 	"github.com/qk-project/qk/broker/clientquota"
 	"github.com/qk-project/qk/broker/metadata"
+	"github.com/qk-project/qk/broker/security/acl"
 )
 
 // AlterClientQuotas: v0-1
@@ -45,6 +46,7 @@ func (h *Handler) handleAlterClientQuotas(c *call) {
 	ctx, cancel := c.ctx(0)
 	defer cancel()
 	wrote := false
+	authErr := c.clusterAuthorized(acl.AlterConfigs)
 	for _, entry := range req.Entries {
 		r := kmsg.NewAlterClientQuotasResponseEntry()
 		for _, e := range entry.Entity {
@@ -52,7 +54,11 @@ func (h *Handler) handleAlterClientQuotas(c *call) {
 			re.Type, re.Name = e.Type, e.Name
 			r.Entity = append(r.Entity, re)
 		}
-		w, err := h.alterClientQuota(ctx, entry, req.ValidateOnly)
+		var w bool
+		err := authErr
+		if err == nil {
+			w, err = h.alterClientQuota(ctx, entry, req.ValidateOnly)
+		}
 		wrote = wrote || w
 		if err != nil {
 			r.ErrorCode, r.ErrorMessage = errorCode(err), errorMessage(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/metadata"
+	"github.com/qk-project/qk/broker/security/acl"
 	"github.com/qk-project/qk/broker/security/scram"
 )
 
@@ -34,7 +35,11 @@ func (h *Handler) handleDescribeUserScramCredentials(c *call) {
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	ctx, cancel := c.ctx(0)
 	defer cancel()
-	results, err := h.describeScram(ctx, req.Users)
+	var results []kmsg.DescribeUserSCRAMCredentialsResponseResult
+	err := c.clusterAuthorized(acl.Describe)
+	if err == nil {
+		results, err = h.describeScram(ctx, req.Users)
+	}
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
 	} else {

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/metadata"
+	"github.com/qk-project/qk/broker/security/acl"
 	"github.com/qk-project/qk/broker/security/scram"
 )
 
@@ -67,7 +68,11 @@ func (h *Handler) handleAlterUserScramCredentials(c *call) {
 		}
 	}
 	errs := map[string]error{}
-	if h.cfg.Controller == nil || !h.cfg.Controller.IsActive() {
+	if err := c.clusterAuthorized(acl.Alter); err != nil {
+		for _, u := range users {
+			errs[u] = err
+		}
+	} else if h.cfg.Controller == nil || !h.cfg.Controller.IsActive() {
 		for _, u := range users {
 			errs[u] = kerr.NotController
 		}

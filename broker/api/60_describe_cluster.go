@@ -36,7 +36,7 @@ func (h *Handler) handleDescribeCluster(c *call) {
 	resp.ClusterID = snap.ClusterID
 	resp.ControllerID = snap.ControllerID
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterOps
+		resp.ClusterAuthorizedOperations = c.clusterOperations()
 	}
 	for _, mb := range h.brokerList(snap, c.r.Listener) {
 		b := kmsg.NewDescribeClusterResponseBroker()

@@ -75,7 +75,7 @@ type Handler struct {
 	lg  *slog.Logger
 	// authLog is the audit log of denials (component=authorizer).
 	authLog *slog.Logger
-	now func() time.Time
+	now     func() time.Time
 
 	sessions *fetchSessionCache // fetch sessions (KIP-227)
 
@@ -96,7 +96,7 @@ func New(cfg Config) *Handler {
 		cfg.Clock = time.Now
 	}
 	return &Handler{cfg: cfg, lg: cfg.Logger.With("component", "api"), now: cfg.Clock,
-		authLog: cfg.Logger.With("component", "authorizer"),
+		authLog:  cfg.Logger.With("component", "authorizer"),
 		sessions: newFetchSessionCache(cfg.FetchSessionCacheSlots, cfg.FetchSessionEviction)}
 }
 

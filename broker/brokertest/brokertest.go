@@ -21,10 +21,10 @@ import (
 type Option func(*options)
 
 type options struct {
-	sets       []string
-	level      slog.Level
-	clock      func() time.Time
-	logs       io.Writer
+	sets  []string
+	level slog.Level
+	clock func() time.Time
+	logs  io.Writer
 	// superUserSet: WithConfig set super.users, which WithAuthorizer
 	// then leaves alone.
 	superUserSet bool
