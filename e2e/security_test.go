@@ -122,11 +122,14 @@ type secureBroker struct {
 
 // TestSecureCluster: three qk processes on a real ZooKeeper whose
 // inter-broker listener is SSL (replication and controller traffic over
-// TLS, each broker presenting its certificate); clients use an SSL
-// listener with ssl.client.auth=requested and a SASL_SSL listener with
-// SCRAM-SHA-512. franz-go and kcat produce and consume over both, with and
-// without a client certificate; a wrong certificate, password or
-// mechanism is refused; qk's own tools connect with -X settings.
+// TLS, each broker presenting its certificate, its DN a super user of
+// the AclAuthorizer); clients use an SSL listener with
+// ssl.client.auth=requested, one that requires certificates, and a
+// SASL_SSL listener with SCRAM-SHA-512. ACLs made with qk acl let alice
+// (SCRAM) produce but not consume and kcat's certificate consume.
+// franz-go and kcat produce and consume over them, with and without a
+// client certificate; a wrong certificate, password or mechanism is
+// refused; qk's own tools connect with -X settings.
 func TestSecureCluster(t *testing.T) {
 	kcat := requireKcat(t)
 	ca := newPKI(t, "cluster")
@@ -154,6 +157,10 @@ func TestSecureCluster(t *testing.T) {
 				"ssl.truststore.location="+ca.CAFile,
 				"listener.name.ssl.ssl.client.auth=requested",
 				"sasl.enabled.mechanisms=SCRAM-SHA-512",
+				// ACLs on: the brokers (by their certificates' DNs) and
+				// the PLAINTEXT set-up connections are super users.
+				"authorizer.class.name=kafka.security.authorizer.AclAuthorizer",
+				"super.users=User:CN=broker0,O=qk;User:CN=broker1,O=qk;User:CN=broker2,O=qk;User:ANONYMOUS",
 			)(bb)
 		})
 		bs = append(bs, b)
@@ -175,6 +182,17 @@ func TestSecureCluster(t *testing.T) {
 		}
 	}
 
+	// ACLs with qk acl: alice produces (SCRAM), kcat's certificate reads.
+	for _, args := range [][]string{
+		{"--add", "--allow-principal", "User:alice", "--producer", "--topic", "replicated", "--topic", topic},
+		{"--add", "--allow-principal", "User:CN=kcat,O=qk", "--operation", "Read", "--operation", "Describe", "--topic", "replicated"},
+		{"--add", "--allow-principal", "User:alice", "--operation", "DescribeConfigs", "--topic", "replicated"},
+	} {
+		out := runCmd(t, 30*time.Second, nil, qkBin, append([]string{"acl", "-b", bs[0].addr}, args...)...)
+		if !strings.Contains(string(out), "Adding ACLs for resource") {
+			t.Fatalf("qk acl %v:\n%s", args, out)
+		}
+	}
 	tlsCfg := &tls.Config{RootCAs: ca.pool()}
 	scramAlice := kgo.SASL(kscram.Auth{User: "alice", Pass: "alice-secret"}.AsSha512Mechanism())
 	seeds := func(sasl bool) kgo.Opt {
@@ -220,7 +238,25 @@ func TestSecureCluster(t *testing.T) {
 		return true
 	})
 
-	// kcat over SSL without and with a client certificate reads them all.
+	// alice may not read what she wrote: no READ ACL.
+	aliceCons := newCl(seeds(true), kgo.DialTLSConfig(tlsCfg), scramAlice, kgo.ConsumeTopics("replicated"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	denied := false
+	pctx, pcancel := context.WithTimeout(context.Background(), 15*time.Second)
+	for !denied && pctx.Err() == nil {
+		fs := aliceCons.PollFetches(pctx)
+		if len(fs.Records()) > 0 {
+			t.Fatal("alice read records without a READ ACL")
+		}
+		fs.EachError(func(_ string, _ int32, err error) { denied = denied || errorsIs(err, kerr.TopicAuthorizationFailed) })
+	}
+	pcancel()
+	if !denied {
+		t.Fatal("alice's consumer was not told TOPIC_AUTHORIZATION_FAILED")
+	}
+
+	// kcat over SSL without and with a client certificate reads them all:
+	// anonymous is a super user here, the certificate's DN has READ.
 	_, kcatCert, kcatKey := ca.issue("kcat")
 	for _, withCert := range []bool{false, true} {
 		args := []string{"-C", "-b", bs[1].ssl, "-t", "replicated", "-o", "beginning", "-e", "-q", "-f", "%s\n",
