@@ -2,6 +2,7 @@ package clientquota
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,6 +39,10 @@ func ForType(t Type) Config {
 type Manager struct {
 	cfg Config
 
+	// on mirrors enabled, for Enabled and the unlimited path of the
+	// record methods: no lock while no quota of the type is set.
+	on atomic.Bool
+
 	mu        sync.Mutex // guards what follows; innermost
 	quotas    Quotas
 	enabled   bool
@@ -68,7 +73,13 @@ func (m *Manager) Update(q Quotas) {
 	defer m.mu.Unlock()
 	m.quotas = q
 	m.enabled = q.Has(m.cfg.Type)
+	m.on.Store(m.enabled)
 }
+
+// Enabled reports whether any entity sets a quota of the manager's type
+// (Kafka's quotasEnabled); without one every pair is unlimited. It takes
+// no lock, for the request path to skip the quota work.
+func (m *Manager) Enabled() bool { return m.on.Load() }
 
 // Limit returns the quota that applies to (user, clientID) and the
 // sensor it records into; ok is false when the pair is unlimited.
@@ -87,6 +98,9 @@ func (m *Manager) Limit(user, clientID string) (Match, bool) {
 // rate, this value included, is within the quota
 // (recordAndGetThrottleTimeMs). An unlimited pair records nothing.
 func (m *Manager) RecordAndGetThrottle(user, clientID string, value float64, now time.Time) time.Duration {
+	if !m.on.Load() {
+		return 0
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sweep(now)
@@ -109,6 +123,25 @@ func (m *Manager) RecordAndGetThrottle(user, clientID string, value float64, now
 		return 0
 	}
 	return ThrottleTime(observed, match.Limit, s.rate.WindowSize(m.cfg.Window, now), m.cfg.MaxThrottle)
+}
+
+// Unrecord takes value back out of the sensor of (user, clientID), with
+// no quota check (ClientQuotaManager.unrecordQuotaSensor): a fetch that
+// was throttled returns no records, so the bytes it would have sent are
+// not charged. A pair that is unlimited, or has no sensor, is left alone.
+func (m *Manager) Unrecord(user, clientID string, value float64, now time.Time) {
+	if !m.on.Load() {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	match, ok := m.quotas.Resolve(m.cfg.Type, user, clientID)
+	if !ok {
+		return
+	}
+	if s := m.sensors[match.Sensor]; s != nil {
+		s.rate.Record(m.cfg.Window, -value, now)
+	}
 }
 
 // Rate returns the current rate of a sensor, and whether it exists.

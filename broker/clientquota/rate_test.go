@@ -135,6 +135,22 @@ func TestManager(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, SensorKey{Client: "app"}, match.Sensor)
 	})
+	t.Run("unrecord takes a throttled value back", func(t *testing.T) {
+		m := New(ForType(Fetch))
+		require.False(t, m.Enabled())
+		m.Unrecord("carol", "x", 5, t0) // no quotas: nothing to do
+		m.Update(q)
+		require.True(t, m.Enabled())
+		// 10 bytes/s over 10 s: 100 bytes fit, 300 are three times over.
+		require.Equal(t, 20*time.Second, m.RecordAndGetThrottle("carol", "x", 300, t0))
+		m.Unrecord("carol", "x", 300, t0)
+		r, ok := m.Rate(SensorKey{User: "carol", Client: "x"}, t0)
+		require.True(t, ok)
+		require.Zero(t, r)
+		require.Zero(t, m.RecordAndGetThrottle("carol", "x", 100, t0))
+		m.Unrecord("dave", "y", 1, t0) // unlimited pair
+		require.Equal(t, 1, m.Sensors())
+	})
 	t.Run("an update keeps a sensor's history under the new bound", func(t *testing.T) {
 		m := New(ForType(Produce))
 		m.Update(q)

@@ -799,6 +799,9 @@ func (p *processor) deliver(r *Request) {
 		case completeNoResponse:
 			c.inFlight--
 			r.release(nil)
+			if r.ctl.throttle > 0 {
+				p.throttle(c, r.ctl.throttle) // acks=0 produce over its quota
+			}
 		case completeClose:
 			c.inFlight--
 			r.release(nil)

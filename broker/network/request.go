@@ -176,7 +176,9 @@ func (r *Request) CloseAfterResponse() { r.ctl.closeAfter = true }
 // out. It is how a quota violation holds a client back (Kafka's
 // KIP-219: the response says throttle_time_ms, and the broker mutes the
 // channel for that long, so a client that ignores the field is held
-// anyway). Call before Respond; it applies to responses only.
+// anyway). Call before Respond or NoResponse (an acks=0 produce over its
+// quota mutes the connection without a response, as Kafka's
+// sendNoOpResponseExemptThrottle); CloseConnection ignores it.
 func (r *Request) SetThrottle(d time.Duration) { r.ctl.throttle = d }
 
 // Attachment is the handler's slot for state it keeps per connection,
