@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/qk-project/qk/broker/api"
+	"github.com/qk-project/qk/broker/clientquota"
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/controller/channel"
@@ -115,6 +116,11 @@ type Server struct {
 	// (leader/follower.replication.throttled.rate), their bounds kept
 	// up to date with the dynamic broker config.
 	leaderQuota, followerQuota *quota.Quota
+	// clientQuotas are the client quotas (producer_byte_rate,
+	// consumer_byte_rate, request_percentage), kept up to date with the
+	// cache's ClientQuotas by onMetadataChange and enforced by the api
+	// handler.
+	clientQuotas *clientquota.Managers
 
 	// registered: api is set and the broker registered, with its broker
 	// epoch stored: the controller's requests are served from then on,
@@ -363,6 +369,9 @@ func (s *Server) FetcherStats() fetcher.Stats {
 	return s.fetchers.Stats()
 }
 
+// ClientQuotas are the client quota managers the broker enforces.
+func (s *Server) ClientQuotas() *clientquota.Managers { return s.clientQuotas }
+
 // Replicas is the broker's replica manager (nil before Start).
 func (s *Server) Replicas() *replica.Manager { return s.replicas }
 
@@ -578,6 +587,10 @@ func (s *Server) Start() (err error) {
 			}
 		},
 	})
+	s.clientQuotas = clientquota.NewManagers(clientquota.Window{
+		Samples: cfg.QuotaWindowNum,
+		Size:    time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second,
+	})
 	s.cache = controller.NewCache(controller.CacheConfig{Store: s.store, Logger: s.lg, OnChange: s.onMetadataChange})
 	s.ctrl = controller.New(controller.Config{BrokerID: cfg.BrokerID, Store: s.store, Cache: s.cache, Logger: s.lg, Clock: s.now,
 		CanHost: s.canHost,
@@ -622,6 +635,7 @@ func (s *Server) Start() (err error) {
 		FetchSessionCacheSlots: cfg.MaxIncrementalFetchSessions,
 		FetchSessionEviction:   time.Duration(cfg.MinIncrementalFetchSessionEvictionMs) * time.Millisecond,
 		LeaderQuota:            s.leaderQuota,
+		Quotas:                 s.clientQuotas,
 		Groups:                 s.groups,
 		LogDirs:                slices.Clone(cfg.LogDirs),
 		Logger:                 s.lg,
@@ -792,10 +806,14 @@ func (s *Server) reportStray() {
 
 // onMetadataChange applies what a new metadata snapshot changes for this
 // broker beyond its partitions' roles (which LeaderAndIsr sets): the
-// dynamic broker config, and the config of the topics it hosts. The cache
-// calls it under its lock, in order.
+// dynamic broker config, the client quotas, and the config of the topics
+// it hosts. The cache calls it under its lock, in order.
 func (s *Server) onMetadataChange(old, new *controller.Snapshot) {
 	id := s.static.BrokerID
+	if q := new.ClientQuotas(); s.clientQuotas != nil && !q.Equal(old.ClientQuotas()) {
+		s.clientQuotas.Update(q)
+		s.lg.Info("applied client quotas", "entities", len(q))
+	}
 	defaultsChanged := false
 	if !equalConfigs(old.BrokerConfigs, new.BrokerConfigs) {
 		own := new.BrokerConfigs[strconv.Itoa(int(id))]

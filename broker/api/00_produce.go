@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/qk-project/qk/broker/clientquota"
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/log"
@@ -57,6 +58,11 @@ import (
 // * acks=0: no response; a partition error closes the connection instead
 //   (Kafka's way of making the client refresh its metadata)
 // * Unknown topics are auto-created when auto.create.topics.enable
+// * Client quotas (quota.go): the request's size counts against
+//   producer_byte_rate and its handler time against request_percentage
+//   (not for acks=0); throttle_time_ms is the larger throttle time, and
+//   the connection is muted for it after the response (acks=0: without
+//   one)
 //
 // Version notes:
 // * v3: transactional id, RecordBatch only; v5: log start offset
@@ -182,6 +188,21 @@ func (h *Handler) handleProduce(c *call) {
 		resp.Topics = append(resp.Topics, st)
 	}
 
+	// Kafka's quotas.produce (the whole request's size) and quotas.request
+	// (not for acks=0), recorded once the batches are appended; the
+	// larger throttle time goes in the response (quota.go).
+	if h.cfg.Quotas != nil {
+		now := h.now()
+		bw := c.byteThrottle(clientquota.Produce, int64(len(c.r.Frame)), now)
+		if req.Acks == 0 {
+			c.requestRecorded = true
+			if bw > 0 {
+				c.r.SetThrottle(bw) // muted without a response
+			}
+		} else {
+			c.throttle = max(bw, c.requestThrottle(now))
+		}
+	}
 	if req.Acks == 0 {
 		if anyErr {
 			c.r.CloseConnection()

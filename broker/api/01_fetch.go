@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/qk-project/qk/broker/clientquota"
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/network"
@@ -72,6 +73,12 @@ import (
 //   throttled partition while the leader quota is exceeded (its high
 //   watermark and log start still); the records sent of throttled
 //   partitions are charged to the quota
+// * Client quotas (quota.go), consumers only: the estimated response size
+//   counts against consumer_byte_rate and the handler time against
+//   request_percentage when the response is built; over either, the
+//   answer is empty (no partitions, the session untouched, the fetch
+//   quota's record taken back) with throttle_time_ms, and the connection
+//   is muted for it
 //
 // Version notes:
 // * v4: isolation level, last stable offset, aborted transactions
@@ -153,6 +160,41 @@ func (h *Handler) handleFetch(c *call) {
 	h.cfg.Fetches.TryCompleteElseWatch(f, wait, f.keys()...)
 }
 
+// replicaID is the fetching replica's id: >= 0 for a follower (from
+// ReplicaState from v15), -1 for a consumer.
+func (f *delayedFetch) replicaID() int32 {
+	if f.c.version >= 15 {
+		return f.req.ReplicaState.ID
+	}
+	return f.req.ReplicaID
+}
+
+// throttle applies the client quotas to a consumer's fetch, as Kafka's
+// handleFetchRequest: the estimated response size is recorded in the
+// fetch quota and the handler time in the request quota; when either
+// throttles, the fetch quota's record is taken back and the response
+// becomes an empty one with the throttle time
+// (FetchContext.getThrottledResponse), the connection muted for it.
+// It reports whether it did. Follower fetches are exempt.
+func (f *delayedFetch) throttle() bool {
+	c := f.c
+	q := c.h.cfg.Quotas
+	if q == nil || f.replicaID() >= 0 || (c.start.IsZero() && !q.Get(clientquota.Fetch).Enabled()) {
+		return false // no quota applies: two atomic loads
+	}
+	now := c.h.now()
+	size := f.resp.estimatedSize()
+	d := max(c.requestThrottle(now), c.byteThrottle(clientquota.Fetch, size, now))
+	if d <= 0 {
+		return false
+	}
+	q.Get(clientquota.Fetch).Unrecord(c.quotaUser(), clientID(c.r), float64(size), now)
+	f.h.throttledFetchResponse(f.ctx, &f.resp)
+	f.resp.throttleMs = throttleMillis(d)
+	c.r.SetThrottle(d)
+	return true
+}
+
 // keys are the purgatory keys of the known partitions read (all of an
 // incremental session's). Their names come from the metadata cache,
 // never from the request: request strings alias the frame, which is
@@ -213,13 +255,9 @@ func (f *delayedFetch) read() {
 	if v < 3 || req.MaxBytes <= 0 {
 		remaining = 1<<31 - 1
 	}
-	// replicaID >= 0: a follower's fetch (ReplicaState from v15).
-	replicaID := req.ReplicaID
-	if v >= 15 {
-		replicaID = req.ReplicaState.ID
-	}
-	first := true           // no partition has returned data yet
-	f.resp.releaseRegions() // of an earlier read of this fetch
+	replicaID := f.replicaID() // >= 0: a follower's fetch
+	first := true              // no partition has returned data yet
+	f.resp.releaseRegions()    // of an earlier read of this fetch
 	f.resp = fetchResponse{version: v}
 	f.bytes, f.stop, f.partitions = 0, false, 0
 	var endpoints map[int32]bool
@@ -353,7 +391,9 @@ func (f *delayedFetch) read() {
 
 // respond frames and sends the response.
 func (f *delayedFetch) respond() {
-	f.h.finishFetchResponse(f.ctx, &f.resp)
+	if !f.throttle() {
+		f.h.finishFetchResponse(f.ctx, &f.resp)
+	}
 	if q := f.h.cfg.LeaderQuota; q != nil {
 		// What is sent of throttled partitions counts against the leader
 		// quota (Kafka's sizeOfThrottledPartitions), whoever fetched it.

@@ -5,10 +5,12 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/qk-project/qk/broker/clientquota"
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/group"
@@ -48,6 +50,10 @@ type Config struct {
 	// partitions from followers out of the ISR get no records while it is
 	// exceeded; nil throttles nothing.
 	LeaderQuota *quota.Quota
+	// Quotas are the client quotas (producer_byte_rate,
+	// consumer_byte_rate, request_percentage; see quota.go); nil
+	// enforces none.
+	Quotas *clientquota.Managers
 	// Groups is the group coordinator.
 	Groups *group.Coordinator
 	// LogDirs are the broker's log directories, for DescribeLogDirs.
@@ -113,6 +119,18 @@ type call struct {
 	req     kmsg.Request
 	// flexibleResp: the response header is v1 (with tagged fields).
 	flexibleResp bool
+
+	// Client quotas (quota.go). start is when Handle began, set only
+	// when the request quota applies; handled is the time Handle took
+	// (ns, atomic: a delayed response may be sent while Handle returns).
+	// throttle is a byte-rate throttle time the handler set (Produce),
+	// requestRecorded that the request quota has been charged, user the
+	// quota user once looked up.
+	start           time.Time
+	handled         atomic.Int64
+	throttle        time.Duration
+	requestRecorded bool
+	user            string
 }
 
 // Handle decodes a request and dispatches it through the table. An
@@ -182,7 +200,9 @@ func (h *Handler) Handle(r *network.Request) {
 	}
 	c := &call{h: h, r: r, key: r.ApiKey, version: r.ApiVersion, req: req,
 		flexibleResp: req.IsFlexible() && r.ApiKey != apiKeyApiVersions}
+	c.startQuota(a)
 	a.handle(h, c)
+	c.endHandle()
 }
 
 const (
@@ -203,9 +223,11 @@ func (c *call) header(b []byte) []byte {
 	return b
 }
 
-// respond encodes resp (at the request's version) and sends it.
+// respond encodes resp (at the request's version) and sends it, with
+// the throttle time of the client's quotas.
 func (c *call) respond(resp kmsg.Response) {
 	resp.SetVersion(c.version)
+	c.applyThrottle(resp)
 	bp := bufPool.Get().(*[]byte)
 	b := c.header((*bp)[:0])
 	b = resp.AppendTo(b)

@@ -106,6 +106,23 @@ func (r *fetchResponse) recordBytes() int64 {
 	return n
 }
 
+// estimatedSize is about the size of the framed response, for the
+// consumer byte-rate quota (Kafka's FetchContext.getResponseSize): the
+// records plus the fixed fields, before an incremental session leaves
+// out the partitions with no news.
+func (r *fetchResponse) estimatedSize() int64 {
+	n := int64(4 + 4 + 2 + 4 + 4) // correlation id, throttle, error, session, topics
+	for i := range r.topics {
+		t := &r.topics[i]
+		n += int64(2+len(t.topic)) + 4 // name or id, partitions
+		for j := range t.partitions {
+			// partition, error, offsets, aborted, replica, records length
+			n += 4 + 2 + 8 + 8 + 8 + 4 + 4 + 4 + t.partitions[j].records.Length
+		}
+	}
+	return n
+}
+
 // frame appends the response body after header (the response header,
 // already encoded) and returns the parts: runs of encoded fields as bytes,
 // every non-empty records field as a file region. buf is scratch space for

@@ -490,6 +490,28 @@ func (h *Handler) newFetchContext(req *kmsg.FetchRequest, v int16) *fetchContext
 	return fc
 }
 
+// throttledFetchResponse makes resp the answer to a fetch over its
+// client quota (Kafka's FetchContext.getThrottledResponse): no partitions
+// and no change to any session, whose id an incremental fetch gets back
+// (INVALID_FETCH_SESSION_EPOCH if another request moved it on); a full
+// fetch creates none. The caller sets the throttle time.
+func (h *Handler) throttledFetchResponse(fc *fetchContext, resp *fetchResponse) {
+	resp.releaseRegions()
+	resp.topics, resp.nodeEndpoint, resp.errorCode, resp.sessionID = nil, nil, 0, sessionIDInvalid
+	switch fc.kind {
+	case sessionErrorContext:
+		resp.errorCode = fc.errorCode
+	case incrementalContext:
+		s := fc.session
+		s.mu.Lock()
+		resp.sessionID = s.id
+		if s.epoch != nextEpoch(fc.reqEpoch) {
+			resp.errorCode = kerr.InvalidFetchSessionEpoch.Code
+		}
+		s.mu.Unlock()
+	}
+}
+
 // finish completes resp, read for fc's partitions (one response
 // partition per part, in order), as the context wants (Kafka's
 // updateAndGenerateResponseData): a full context creates its session,
