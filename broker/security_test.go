@@ -360,3 +360,45 @@ func TestSSLListeners(t *testing.T) {
 	require.Equal(t, []string{"no client certificate", "client certificate", "sasl_ssl"},
 		[]string{string(recs[0].Value), string(recs[1].Value), string(recs[2].Value)})
 }
+
+// TestSASLInterBroker: three brokers whose inter-broker listener is
+// SASL_PLAINTEXT with PLAIN, and the AclAuthorizer on with the brokers'
+// user as the super user: the controller's requests, AlterPartition and
+// the followers' fetches all authenticate, so an RF 3 topic has its ISR
+// of three and acks=all writes are acknowledged.
+func TestSASLInterBroker(t *testing.T) {
+	c := brokertest.StartCluster(t, 3,
+		brokertest.WithConfig("listeners", "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0"),
+		brokertest.WithConfig("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT"),
+		brokertest.WithConfig("inter.broker.listener.name", "INTERNAL"),
+		brokertest.WithConfig("sasl.enabled.mechanisms", "PLAIN"),
+		brokertest.WithConfig("sasl.mechanism.inter.broker.protocol", "PLAIN"),
+		brokertest.WithConfig("listener.name.internal.plain.sasl.jaas.config", plainJAAS),
+		brokertest.WithAuthorizer(),
+		brokertest.WithConfig("super.users", "User:admin;User:ANONYMOUS"),
+		brokertest.WithConfig("min.insync.replicas", "2"),
+		// The test's end stops the brokers one by one; the last cannot
+		// hand its leaderships to anyone.
+		brokertest.WithConfig("controlled.shutdown.max.retries", "0"))
+	adm := newAdmin(t, c.Addrs()...)
+	resp, err := adm.CreateTopic(testCtx(t), 3, 3, nil, "internal-sasl")
+	require.NoError(t, err)
+	require.NoError(t, resp.Err)
+	cl := newClient(t, c.Addrs(), kgo.DefaultProduceTopic("internal-sasl"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	for i := range 30 {
+		require.NoError(t, cl.ProduceSync(testCtx(t), &kgo.Record{Value: []byte{byte(i)}}).FirstErr())
+	}
+	waitFor(t, 20*time.Second, "ISR of three on every partition", func() bool {
+		md, err := adm.Metadata(testCtx(t), "internal-sasl")
+		if err != nil {
+			return false
+		}
+		for _, p := range md.Topics["internal-sasl"].Partitions {
+			if len(p.ISR) != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	require.Len(t, consume(t, c.Addrs(), "internal-sasl", 30), 30)
+}
