@@ -141,6 +141,10 @@ func (b *Broker) config(port int) *config.Broker {
 		// parallel packages): an ephemeral admin HTTP port each
 		// (Server.HTTPAddr), never the default 9644.
 		"qk.http.listener=127.0.0.1:0",
+		// The last broker of a cluster to stop cannot hand its
+		// leaderships to anyone; with Kafka's 5 s backoff its retries
+		// took 15 s of the 30 s Stop allows, and a slow machine ran out.
+		"controlled.shutdown.retry.backoff.ms=200",
 	}, b.opts.sets...)
 	cfg, _, err := config.Load(config.LoadOptions{Sets: sets})
 	if err != nil {
