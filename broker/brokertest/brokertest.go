@@ -24,15 +24,11 @@ type options struct {
 	sets  []string
 	level slog.Level
 	clock func() time.Time
-	logs  io.Writer
+	logTo io.Writer
 	// superUserSet: WithConfig set super.users, which WithAuthorizer
 	// then leaves alone.
 	superUserSet bool
 }
-
-// WithLogWriter also writes the brokers' log lines (at the WithLogLevel
-// level) to w, for tests that assert what a broker logs.
-func WithLogWriter(w io.Writer) Option { return func(o *options) { o.logs = w } }
 
 // WithConfig sets a broker setting (Kafka's name), as --set does.
 func WithConfig(key, value string) Option {
@@ -47,6 +43,12 @@ func WithConfig(key, value string) Option {
 // WithLogLevel sets the level of the brokers' log lines in the test
 // output (default Warn, so failures show trouble without noise).
 func WithLogLevel(l slog.Level) Option { return func(o *options) { o.level = l } }
+
+// WithLogWriter sends the brokers' log lines (at the WithLogLevel level)
+// to w instead of the test output, for a test that asserts on them (a
+// fuzz target looking for "handler panicked", whose output would
+// otherwise be every rejected input's Warn line).
+func WithLogWriter(w io.Writer) Option { return func(o *options) { o.logTo = w } }
 
 // WithClock sets the brokers' wall clock (broker.WithClock): the logs',
 // the API handlers' and the group coordinator's, so a test can move time
@@ -156,8 +158,8 @@ func (b *Broker) config(port int) *config.Broker {
 func (b *Broker) start(port int) {
 	b.t.Helper()
 	out := b.t.Output()
-	if b.opts.logs != nil {
-		out = io.MultiWriter(out, b.opts.logs)
+	if b.opts.logTo != nil {
+		out = b.opts.logTo
 	}
 	lg := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: b.opts.level})).
 		With("test_broker", b.ID)
