@@ -5,12 +5,16 @@ GO        ?= go
 BIN       ?= bin/qk
 PKGS      ?= ./...
 FUZZTIME  ?= 30s
+FUZZTIME_SHORT ?= 3s
+# Packages whose fuzz targets `make test` runs briefly: the decoders a
+# client's bytes reach (frame stream and header, every request API).
+FUZZ_SHORT_PKGS ?= ./broker ./broker/network ./broker/api
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 5
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: all build run test test-unit test-integration deps lint fuzz bench bench-go bench-suite bench-cluster golden completions clean
+.PHONY: all build run test test-unit test-integration deps lint fuzz fuzz-short bench bench-go bench-suite bench-cluster golden completions clean
 
 all: build
 
@@ -23,8 +27,8 @@ run: build
 	./$(BIN) broker start
 
 # Everything CI runs: system packages, lint, build, unit tests with the race
-# detector, then integration and end-to-end tests.
-test: deps lint build test-unit test-integration
+# detector, a short fuzz pass, then integration and end-to-end tests.
+test: deps lint build test-unit fuzz-short test-integration
 
 deps:
 	@scripts/ensure-deps.sh
@@ -51,6 +55,12 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+# The fuzz targets of FUZZ_SHORT_PKGS for FUZZTIME_SHORT each (default
+# 3 s; 9 targets, about a minute with the instrumented builds cached, see
+# README.md). Their seed corpora also run in every plain `go test`.
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz PKGS="$(FUZZ_SHORT_PKGS)" FUZZTIME=$(FUZZTIME_SHORT)
 
 # `bench` runs both benchmark kinds below.
 bench: bench-go bench-suite
