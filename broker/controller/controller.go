@@ -486,6 +486,9 @@ func (c *Controller) validateTopic(spec TopicSpec, live []int32, racks map[int32
 		if err := checkReplicationFactor(int(spec.ReplicationFactor), len(live)); err != nil {
 			return nil, err
 		}
+		if err := c.checkPartitionCount(spec.NumPartitions, spec.NumPartitions, int(spec.ReplicationFactor), len(live)); err != nil {
+			return nil, err
+		}
 		return assign(live, racks, 0, int(spec.NumPartitions), int(spec.ReplicationFactor))
 	}
 	if err := checkAssignment(assignment, 0, live); err != nil {
@@ -538,6 +541,33 @@ func (c *Controller) waitForTopic(ctx context.Context, name string, n int) (*Top
 
 // checkCapacity asks CanHost about the replicas of partitions from..len-1
 // that are assigned to this broker.
+// MaxPartitions is the most partitions qk gives one topic: the
+// assignment of a count a client sends is built in memory before
+// anything else can refuse it, so without a bound a CreateTopics or
+// CreatePartitions of 2^31-1 partitions took the controller's lock and
+// all the broker's memory. 2^20 is more than Kafka's guidance for a
+// whole cluster.
+const MaxPartitions = 1 << 20
+
+// checkPartitionCount refuses, before any assignment is built, a topic
+// of total partitions, n of them new, with rf replicas each over live
+// brokers: over MaxPartitions, or when even an even spread (round robin
+// puts at least n*rf/live new replicas on every broker, this one too)
+// would not fit under this broker's descriptor limit (checkCapacity
+// counts exactly once the assignment exists).
+func (c *Controller) checkPartitionCount(total, n int32, rf, live int) error {
+	if total > MaxPartitions {
+		return fmt.Errorf("%w: %d partitions is more than the %d a topic may have", ErrInvalidPartitions, total, MaxPartitions)
+	}
+	if c.canHost == nil || live == 0 {
+		return nil
+	}
+	if least := int(int64(n) * int64(rf) / int64(live)); least > 0 {
+		return c.canHost(least)
+	}
+	return nil
+}
+
 func (c *Controller) checkCapacity(assignment map[int32][]int32, from int32) error {
 	if c.canHost == nil {
 		return nil
@@ -670,6 +700,9 @@ func (c *Controller) validatePartitions(t *topicInfo, total int32, assignment []
 	} else {
 		rf := len(t.assignment[0])
 		if err := checkReplicationFactor(rf, len(live)); err != nil {
+			return nil, err
+		}
+		if err := c.checkPartitionCount(total, total-cur, rf, len(live)); err != nil {
 			return nil, err
 		}
 		more, err := assign(live, racks, cur, int(total-cur), rf)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -288,6 +289,15 @@ func TestTopicLifecycle(t *testing.T) {
 	require.ErrorIs(t, n.ctrl.CreatePartitions(ctx, "orders", 4, nil, false), ErrInvalidPartitions)
 	require.ErrorIs(t, n.ctrl.CreatePartitions(ctx, "orders", 7, [][]int32{{0}}, false), ErrInvalidReplicaAssignment)
 	require.ErrorIs(t, n.ctrl.CreatePartitions(ctx, "none", 7, nil, false), ErrUnknownTopic)
+	// Found by FuzzAdminRequest: counts a client sends are refused before
+	// their assignment is built (it took the lock and all the memory).
+	for _, validateOnly := range []bool{true, false} {
+		require.ErrorIs(t, n.ctrl.CreatePartitions(ctx, "orders", math.MaxInt32, nil, validateOnly), ErrInvalidPartitions)
+		require.ErrorIs(t, n.ctrl.CreatePartitions(ctx, "orders", MaxPartitions+1, nil, validateOnly), ErrInvalidPartitions)
+		_, err = n.ctrl.CreateTopic(ctx, TopicSpec{Name: "huge", NumPartitions: math.MaxInt32, ReplicationFactor: 1}, validateOnly)
+		require.ErrorIs(t, err, ErrInvalidPartitions)
+	}
+	require.Len(t, n.cache.Snapshot().Topics["orders"].Partitions, 5)
 
 	require.NoError(t, n.ctrl.DeleteTopic(ctx, "orders"))
 	require.NotContains(t, n.cache.Snapshot().Topics, "orders")
