@@ -4,6 +4,7 @@ package broker_test
 
 import (
 	"encoding/binary"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -109,6 +110,32 @@ func TestHostileInput(t *testing.T) {
 			require.Equal(t, tc.want, p.ErrorCode, "%s: %v", tc.name, kerr.ErrorForCode(p.ErrorCode))
 		}
 		apiVersionsOK(c) // errors in a response do not close the connection
+	})
+
+	// Found by FuzzAdminRequest: a count is refused before its
+	// assignment is built, which took the controller's lock and all the
+	// memory.
+	t.Run("huge partition counts", func(t *testing.T) {
+		c := dialRaw(t, b.Addr)
+		for _, validateOnly := range []bool{true, false} {
+			cp := kmsg.NewPtrCreatePartitionsRequest()
+			cp.Version, cp.TimeoutMillis, cp.ValidateOnly = 3, 5000, validateOnly
+			cpt := kmsg.NewCreatePartitionsRequestTopic()
+			cpt.Topic, cpt.Count = "safe", math.MaxInt32
+			cp.Topics = append(cp.Topics, cpt)
+			cpResp := kmsg.NewPtrCreatePartitionsResponse()
+			c.roundTrip(cp, cpResp)
+			require.Equal(t, kerr.InvalidPartitions.Code, cpResp.Topics[0].ErrorCode)
+
+			ct := kmsg.NewPtrCreateTopicsRequest()
+			ct.Version, ct.TimeoutMillis, ct.ValidateOnly = 7, 5000, validateOnly
+			ctt := kmsg.NewCreateTopicsRequestTopic()
+			ctt.Topic, ctt.NumPartitions, ctt.ReplicationFactor = "huge", math.MaxInt32, 1
+			ct.Topics = append(ct.Topics, ctt)
+			ctResp := kmsg.NewPtrCreateTopicsResponse()
+			c.roundTrip(ct, ctResp)
+			require.Equal(t, kerr.InvalidPartitions.Code, ctResp.Topics[0].ErrorCode)
+		}
 	})
 
 	got := consume(t, []string{b.Addr}, "safe", 5)
