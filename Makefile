@@ -57,7 +57,7 @@ fuzz:
 	done
 
 # The fuzz targets of FUZZ_SHORT_PKGS for FUZZTIME_SHORT each (default
-# 3 s; 9 targets, about a minute with the instrumented builds cached, see
+# 3 s; 9 targets, 50-70 s on two cores depending on what must be rebuilt, see
 # README.md). Their seed corpora also run in every plain `go test`.
 fuzz-short:
 	@$(MAKE) --no-print-directory fuzz PKGS="$(FUZZ_SHORT_PKGS)" FUZZTIME=$(FUZZTIME_SHORT)
