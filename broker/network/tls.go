@@ -83,11 +83,12 @@ func (s *Server) acceptTLS(nc net.Conn, l Listener, ip netip.Addr) {
 	cancel()
 	if err != nil {
 		// Clients that give up, port scanners and wrong certificates all
-		// end here; a line per connection names the cause.
-		s.lg.Warn("closing connection: TLS handshake failed", "listener", l.Name,
-			"remote", addrString(nc.RemoteAddr()), "err", handshakeErr(err))
+		// end here; a line per connection names the cause, logged once
+		// the connection's count is released.
 		nc.Close()
 		s.quotas.dec(ip)
+		s.lg.Warn("closing connection: TLS handshake failed", "listener", l.Name,
+			"remote", addrString(nc.RemoteAddr()), "err", handshakeErr(err))
 		return
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)

@@ -145,12 +145,23 @@ func TestTLSHandshakeFailures(t *testing.T) {
 	s := startTLSServer(t, Config{MaxConnectionsPerIP: 1, TLSHandshakeTimeout: 300 * time.Millisecond},
 		pki.serverConfig(tls.RequireAndVerifyClientCert), echo)
 
+	// With a limit of one connection per IP, each attempt waits for the
+	// broker to have logged (and so released) the one before.
+	failures := 0
+	released := func() {
+		t.Helper()
+		failures++
+		waitFor(t, 10*time.Second, func() bool { return len(s.logs.lines("TLS handshake failed")) >= failures },
+			"handshake failure %d logged", failures)
+	}
 	plain := dial(t, s.addr)
 	plain.send(frame(18, 3, 1, ptr("plain"), nil))
 	plain.expectClosed()
+	released()
 
 	_, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: other.pool})
 	require.Error(t, err, "the broker's certificate is not from the client's CA")
+	released()
 
 	noCert, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: pki.pool})
 	if err == nil { // TLS 1.3: the server's refusal comes with the first read
@@ -159,6 +170,7 @@ func TestTLSHandshakeFailures(t *testing.T) {
 		noCert.Close()
 	}
 	require.Error(t, err, "a client certificate is required")
+	released()
 
 	wrongCert, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: pki.pool, Certificates: []tls.Certificate{other.client}})
 	if err == nil {
@@ -167,6 +179,7 @@ func TestTLSHandshakeFailures(t *testing.T) {
 		wrongCert.Close()
 	}
 	require.Error(t, err, "the client certificate is from another CA")
+	released()
 
 	silent := dial(t, s.addr) // connects, never says hello
 	silent.expectClosed()
