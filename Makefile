@@ -14,7 +14,7 @@ BENCHCOUNT ?= 5
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: all build run test test-unit test-integration deps lint fuzz fuzz-short bench bench-go bench-suite bench-cluster golden completions clean
+.PHONY: all build run test test-unit test-integration deps lint fuzz fuzz-short bench bench-go bench-suite bench-cluster bench-security golden completions clean
 
 all: build
 
@@ -92,6 +92,24 @@ bench-suite:
 # works in about 15 s without writing the file.
 bench-cluster: build
 	$(GO) run ./bench/cluster -qk $(BIN) $(BENCHFLAGS) -o bench/CLUSTER.md
+
+# The TLS and SASL benchmark (bench/security): one `qk broker start` with
+# PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512) listeners; 1 KiB produce and
+# consume over each, records/s, MB/s, broker CPU-seconds per GiB and the
+# SSL/PLAINTEXT and SASL_SSL/PLAINTEXT ratios per run and their median,
+# as Markdown in bench/SECURITY.md, with the broker/network micro-benchmark
+# (FetchTLS, RoundTripTLS; six test processes, plaintext and TLS
+# alternating) through benchstat (`go install
+# golang.org/x/perf/cmd/benchstat@latest`; without it the raw lines go in).
+# About 5 minutes; `go run ./bench/security -quick` checks it works in
+# seconds without touching the file.
+BENCHSTAT ?= benchstat
+bench-security: build
+	@set -e; d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; \
+	$(GO) test -c -o $$d/network.test ./broker/network/; \
+	for i in 1 2 3 4 5 6; do $$d/network.test -test.run '^$$' -test.bench 'FetchTLS|RoundTripTLS' -test.benchmem; done > $$d/micro.txt; \
+	$(BENCHSTAT) -col /transport $$d/micro.txt > $$d/micro-stat.txt 2>/dev/null || cp $$d/micro.txt $$d/micro-stat.txt; \
+	$(GO) run ./bench/security -qk $(BIN) -microbench $$d/micro-stat.txt $(BENCHFLAGS) -o bench/SECURITY.md
 
 # Rewrite golden files after an intended output change; review the diff.
 golden:

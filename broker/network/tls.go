@@ -29,7 +29,7 @@ import (
 // Everything the processors do (framing, ordering, limits, backpressure,
 // sendfile of file regions, into the pair) is unchanged; what it costs
 // is two more copies through the kernel per byte, beside the encryption
-// itself (BenchmarkTLS measures it).
+// itself (BenchmarkFetchTLS and BenchmarkRoundTripTLS measure it).
 //
 // Backpressure holds: a muted processor stops reading its end, the pair's
 // buffer fills, relayIn blocks writing it and stops reading the TLS
