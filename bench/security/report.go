@@ -37,7 +37,9 @@ func markdown(h header, r *results) string {
 	} else if !h.cfg.quick {
 		sb.WriteString("- page cache: no ballast (-ballast=false): writes may first-touch memory the VM returned to its host\n")
 	}
-	fmt.Fprintf(&sb, "- took %v\n\n", h.took.Round(time.Second))
+	fmt.Fprintf(&sb, "- took %v\n", h.took.Round(time.Second))
+	sb.WriteString("- noise: 2 cores shared by the broker, the client and other work on the host; throughput swings 1.5–2× between runs " +
+		"of the same thing (reference/machine-limits.md), so read the ratios, each taken within one run, and their spread in section 3\n\n")
 	if h.cfg.quick {
 		sb.WriteString("**-quick: tiny counts and one run: these figures say the benchmark works, not what qk does.**\n\n")
 	}
@@ -58,6 +60,9 @@ func markdown(h header, r *results) string {
 
 func commandsSection(sb *strings.Builder, h header, r *results) {
 	sb.WriteString("## How it was run\n\n")
+	if h.microbench != "" {
+		sb.WriteString("`make bench-security` ran the micro-benchmark (last section), then ")
+	}
 	fmt.Fprintf(sb, "`%s` started, in a temporary directory holding the CA (`ca.pem`) and the broker's PEM key store "+
 		"(PKCS#8 key, then its certificate and the CA's):\n\n```\n", invocation(h.cfg))
 	for _, c := range r.commands {
@@ -181,18 +186,20 @@ func saysSection(sb *strings.Builder, r *results) {
 		"socket pair, the relay goroutine reads it back, encrypts it (AES-128-GCM) and writes it to the TCP socket: two extra kernel " +
 		"copies and the cipher for every byte served. A produce over TLS pays the decryption and the same two copies in the other " +
 		"direction, on a path that already copies, checks CRCs and appends. ")
+	extra := func(ld int) float64 { return cpu(ld, lnSSL) - cpu(ld, lnPlaintext) }
 	if cCPU > pCPU {
-		fmt.Fprintf(sb, "The extra CPU-seconds per GiB are of the same order on both paths, but consume starts from a much smaller base, "+
-			"so its ratio (%s) is the larger one (produce %s): fetch over TLS loses the zero-copy advantage that makes PLAINTEXT "+
-			"consumption nearly free.\n\n", ratioText(cCPU), ratioText(pCPU))
+		fmt.Fprintf(sb, "TLS adds %s CPU-s per GiB to produce and %s to consume, but consume starts from a much smaller base, "+
+			"so its ratio (%s) is the larger one (produce %s): fetch over TLS loses the zero-copy path that makes PLAINTEXT "+
+			"consumption nearly free.\n\n", floatText(extra(ldProduce), 2), floatText(extra(ldConsume), 2), ratioText(cCPU), ratioText(pCPU))
 	} else {
-		fmt.Fprintf(sb, "Here the consume ratio (%s) is not above the produce ratio (%s), against what the extra copies predict; "+
-			"a rerun should say whether that holds.\n\n", ratioText(cCPU), ratioText(pCPU))
+		fmt.Fprintf(sb, "TLS adds %s CPU-s per GiB to produce and %s to consume; the consume ratio (%s) is not above the produce "+
+			"ratio (%s), against what the extra copies predict, and a rerun should say whether that holds.\n\n",
+			floatText(extra(ldProduce), 2), floatText(extra(ldConsume), 2), ratioText(cCPU), ratioText(pCPU))
 	}
-	sb.WriteString("Throughput ratios mix both ends' costs: the `qk perf` client encrypts or decrypts too, in its own process on the " +
-		"same two cores, so they understate what TLS would cost a broker whose clients run elsewhere, and overstate it for the broker " +
-		"alone. The broker's CPU-s/GiB is its own; the micro-benchmark below isolates the network layer (file region over the relay " +
-		"against sendfile) in one process.\n\n")
+	sb.WriteString("Throughput ratios are the whole machine's: the `qk perf` client encrypts or decrypts too, in its own process on " +
+		"the same two cores, so a ratio here includes the client's TLS work competing with the broker for CPU. The broker's own price is " +
+		"its CPU-s/GiB, which does not count the client; the micro-benchmark below isolates the network layer (a file region through " +
+		"the relay against sendfile) in one process.\n\n")
 }
 
 // spread is the smallest and largest per-run ratio of fig for load ld

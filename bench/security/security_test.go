@@ -157,7 +157,7 @@ func TestMarkdown(t *testing.T) {
 		"- machine: Test CPU × 2 CPUs, Linux 6.1, go1.26",
 		"median of 3 runs after 1 warm-up run",
 		"a 3.0 GiB ballast file",
-		"`go run ./bench/security -runs 3 -warmup 1 -records 1000` started",
+		"`make bench-security` ran the micro-benchmark (last section), then `go run ./bench/security -runs 3 -warmup 1 -records 1000` started",
 		"qk perf produce -b SASL_SSL_ADDR --topic TOPIC --num-records 1000",
 		"## 1. Produce", "## 2. Consume", "## 3. Ratios", "## 4. What this says", "## Kernel TLS",
 		"**no kTLS**; tcp_available_ulp lists `mptcp`, not `tls`; /proc/config.gz has `# CONFIG_TLS is not set`",
