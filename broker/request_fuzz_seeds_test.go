@@ -279,6 +279,44 @@ func seedRequest(e *fuzzEnv, key int16) kmsg.Request {
 		r.Upsertions = append(r.Upsertions, upsertion("fuzz-user", 1, 4096))
 		r.Deletions = append(r.Deletions, deletion("fuzz-gone", 2))
 		return r
+	case 29:
+		r := kmsg.NewPtrDescribeACLsRequest()
+		r.ResourceType, r.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+		r.Operation, r.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		return r
+	case 30:
+		r := kmsg.NewPtrCreateACLsRequest()
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, topic, kmsg.ACLResourcePatternTypeLiteral
+		c.Principal, c.Host = "User:fuzz", "*"
+		c.Operation, c.PermissionType = kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		r.Creations = append(r.Creations, c)
+		return r
+	case 31:
+		r := kmsg.NewPtrDeleteACLsRequest()
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourceName, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, &topic, kmsg.ACLResourcePatternTypeMatch
+		f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		r.Filters = append(r.Filters, f)
+		return r
+	case 48:
+		r := kmsg.NewPtrDescribeClientQuotasRequest()
+		c := kmsg.NewDescribeClientQuotasRequestComponent()
+		c.EntityType, c.MatchType = "user", 1
+		r.Components = append(r.Components, c)
+		return r
+	case 49:
+		r := kmsg.NewPtrAlterClientQuotasRequest()
+		r.ValidateOnly = true
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		en := kmsg.NewAlterClientQuotasRequestEntryEntity()
+		en.Type, en.Name = "user", kmsg.StringPtr("fuzz-user")
+		e.Entity = append(e.Entity, en)
+		op := kmsg.NewAlterClientQuotasRequestEntryOp()
+		op.Key, op.Value = "producer_byte_rate", 1048576
+		e.Ops = append(e.Ops, op)
+		r.Entries = append(r.Entries, e)
+		return r
 	case 4:
 		r := kmsg.NewPtrLeaderAndISRRequest()
 		r.ControllerID, r.ControllerEpoch, r.BrokerEpoch = 0, 1, -1

@@ -67,7 +67,7 @@ var (
 	fetchKeys    = []int16{1}
 	metadataKeys = []int16{2, 3, 10, 17, 18, 23, 36, 60}
 	groupKeys    = []int16{8, 9, 11, 12, 13, 14, 15, 16, 42, 47}
-	adminKeys    = []int16{19, 20, 21, 22, 32, 33, 35, 37, 43, 44, 45, 46, 50, 51}
+	adminKeys    = []int16{19, 20, 21, 22, 29, 30, 31, 32, 33, 35, 37, 43, 44, 45, 46, 48, 49, 50, 51}
 	controlKeys  = []int16{4, 5, 6, 7, 56}
 )
 
@@ -366,6 +366,10 @@ func fuzzSkip(key, version int16, body []byte) string {
 		return req
 	}
 	switch key {
+	case 49: // a quota written would throttle the fuzzer's own connection
+		if req, ok := decoded().(*kmsg.AlterClientQuotasRequest); !ok || !req.ValidateOnly {
+			return "client quota change"
+		}
 	case 1: // a long poll may wait its MaxWaitMillis
 		if req, ok := decoded().(*kmsg.FetchRequest); ok && req.MaxWaitMillis > 1000 {
 			return "long poll"
@@ -397,6 +401,10 @@ func startFuzzBroker(f *testing.F, control bool) *fuzzEnv {
 	panics := &lineCounter{needle: []byte("handler panicked")}
 	b := brokertest.StartBroker(f,
 		brokertest.WithLogWriter(panics),
+		// ACLs on, so the ACL APIs do their work (the fuzzer's
+		// connection, User:ANONYMOUS, is a super user: an ACL it
+		// creates cannot lock it out).
+		brokertest.WithAuthorizer(),
 		brokertest.WithConfig("group.initial.rebalance.delay.ms", "0"),
 		brokertest.WithConfig("group.min.session.timeout.ms", "500"),
 		brokertest.WithConfig("group.max.session.timeout.ms", "3000"),
