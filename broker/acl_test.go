@@ -67,8 +67,15 @@ func testACLs(t *testing.T, brokers []*brokertest.Broker) {
 		require.True(t, ok, p)
 	}
 
-	// Every broker answers DescribeAcls with them, within seconds.
-	cl := newClient(t, []string{first.Addr})
+	// Every broker answers DescribeAcls with them, within seconds. The
+	// client learns every broker first (Broker(id) needs it).
+	var addrs []string
+	for _, b := range brokers {
+		addrs = append(addrs, b.Addr)
+	}
+	cl := newClient(t, addrs)
+	_, err = kadm.NewClient(cl).BrokerMetadata(ctx)
+	require.NoError(t, err)
 	describe := func(b *brokertest.Broker) []string {
 		resp := describeFilter(t, cl, b, kmsg.ACLResourceTypeAny, nil, kmsg.ACLResourcePatternTypeAny)
 		var out []string

@@ -127,6 +127,19 @@ func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 		t.Cleanup(b.Stop)
 		c.Brokers = append(c.Brokers, b)
 	}
+	// Every broker knows every other before the test starts: a request
+	// served by a broker whose metadata still lacks the last to start
+	// would see a smaller cluster (an offsets topic capped at two
+	// replicas, say).
+	deadline := time.Now().Add(30 * time.Second)
+	for _, b := range c.Brokers {
+		for len(b.Cache().Snapshot().Brokers) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("brokertest: broker %d sees %d of %d brokers after 30s", b.ID, len(b.Cache().Snapshot().Brokers), n)
+			}
+			time.Sleep(5 * time.Millisecond) // polling interval
+		}
+	}
 	return c
 }
 
