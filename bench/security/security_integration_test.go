@@ -38,6 +38,10 @@ func TestQuickEndToEnd(t *testing.T) {
 	}
 	require.NotContains(t, out, "Stopped early")
 	require.NotContains(t, out, "NaN")
-	require.NotContains(t, out, "| — |", "every listener and load has its figures")
-	require.Regexp(t, `(?m)^\| SASL_SSL \| [0-9,]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+× \| [0-9.]+× \|$`, out)
+	// Every listener has its throughput figures. The CPU columns may be
+	// "—": a -quick run moves 5 MB, and a broker's CPU is counted in 10 ms
+	// ticks, so one listener's delta can be zero.
+	for _, l := range []string{"PLAINTEXT", "SSL", "SASL_SSL"} {
+		require.Regexp(t, `(?m)^\| `+l+` \| [0-9,]+ \| [0-9.]+ \| ([0-9.]+|—) \| [0-9.]+× \| ([0-9.]+×|—) \|$`, out)
+	}
 }
