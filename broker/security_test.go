@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -401,4 +403,48 @@ func TestSASLInterBroker(t *testing.T) {
 		return true
 	})
 	require.Len(t, consume(t, c.Addrs(), "internal-sasl", 30), 30)
+}
+
+// TestSSLKeystoreReload: the broker re-reads its key store when the file
+// changes, without a restart: a connection made after the file is
+// rewritten with a new certificate is served with it, one made before
+// keeps working, and a broken rewrite leaves the last good certificate in
+// use.
+func TestSSLKeystoreReload(t *testing.T) {
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	keystore := filepath.Join(dir, "broker.pem")
+	write := func(cn string) {
+		t.Helper()
+		cert, key := ca.issue(t, pkix.Name{CommonName: cn})
+		// Written aside and renamed in, as an operator's tooling would.
+		require.NoError(t, os.WriteFile(keystore+".tmp", []byte(key+cert), 0o600))
+		require.NoError(t, os.Rename(keystore+".tmp", keystore))
+	}
+	write("first")
+	b := brokertest.StartBroker(t,
+		brokertest.WithConfig("listeners", "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0"),
+		brokertest.WithConfig("ssl.keystore.type", "PEM"),
+		brokertest.WithConfig("ssl.keystore.location", keystore))
+	sslAddr := b.Addrs()[1].String()
+	served := func() string {
+		t.Helper()
+		c, err := tls.Dial("tcp", sslAddr, &tls.Config{RootCAs: ca.pool()})
+		require.NoError(t, err)
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	require.Equal(t, "first", served())
+	before := newClient(t, []string{sslAddr}, kgo.DialTLSConfig(&tls.Config{RootCAs: ca.pool()}))
+	require.NoError(t, before.Ping(testCtx(t)))
+
+	write("second")
+	waitFor(t, 10*time.Second, "the new certificate served", func() bool { return served() == "second" })
+	require.NoError(t, before.Ping(testCtx(t)), "a connection made before the reload goes on")
+
+	require.NoError(t, os.WriteFile(keystore, []byte("not a key store"), 0o600))
+	for range 3 { // past the once-a-second check, the last good one stays
+		require.Equal(t, "second", served())
+		time.Sleep(600 * time.Millisecond) // lets the reload check run; not synchronisation
+	}
 }
