@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -336,11 +337,50 @@ func TestSecureCluster(t *testing.T) {
 	if !strings.Contains(string(out), "replicated") || strings.Contains(string(out), "alice-secret") {
 		t.Fatalf("qk topic describe over SASL_SSL:\n%s", out)
 	}
+	// A client quota altered through one broker is enforced by all three
+	// within 15 s: ZooKeeper's /config/changes reaches every cache.
+	runCmd(t, 30*time.Second, nil, qkBin, "config", "alter", "--entity-type", "clients", "--entity-name", "limited",
+		"--add-config", "producer_byte_rate=1024", "-b", bs[0].addr)
+	altered := time.Now()
+	hook := &throttleHook{by: map[int32]bool{}}
+	limited := newCl(seeds(true), kgo.DialTLSConfig(tlsCfg), scramAlice, kgo.ClientID("limited"), kgo.WithHooks(hook),
+		kgo.DefaultProduceTopic("replicated"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.ProducerLinger(0))
+	value := make([]byte, 4096)
+	for i := 0; hook.count() < 3 && time.Since(altered) < 15*time.Second && i < 300; i++ {
+		limited.Produce(context.Background(), &kgo.Record{Value: value}, nil)
+		time.Sleep(50 * time.Millisecond) // pacing; the hook is what is waited for
+	}
+	if n := hook.count(); n < 3 {
+		t.Fatalf("%d of 3 brokers throttled the limited client within 15 s of the quota change", n)
+	}
+	t.Logf("every broker throttled the limited client %v after the quota change", time.Since(altered).Round(time.Millisecond))
+
 	for _, b := range bs {
 		if strings.Contains(b.log(), "alice-secret") {
 			t.Fatalf("a broker logged the password")
 		}
 	}
+}
+
+// throttleHook records which brokers answered with a throttle time.
+type throttleHook struct {
+	mu sync.Mutex
+	by map[int32]bool
+}
+
+func (h *throttleHook) OnBrokerThrottle(meta kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d <= 0 {
+		return
+	}
+	h.mu.Lock()
+	h.by[meta.NodeID] = true
+	h.mu.Unlock()
+}
+
+func (h *throttleHook) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.by)
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
