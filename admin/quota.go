@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/qk-project/qk/internal/javafmt"
 )
 
 // QuotaPart is one part of a client quota entity as kafka-configs.sh
@@ -107,7 +108,7 @@ func (q *QuotaConfigs) Text(w *tabwriter.Writer) {
 	for _, c := range q.Quotas {
 		var vals []string
 		for _, k := range slices.Sorted(maps.Keys(c.Values)) {
-			vals = append(vals, k+"="+javaDouble(c.Values[k]))
+			vals = append(vals, k+"="+javafmt.Double(c.Values[k]))
 		}
 		fmt.Fprintf(w, "Quota configs for %s are %s\n", c, strings.Join(vals, ", "))
 	}
@@ -275,37 +276,4 @@ func ParseConfigList(s string) (map[string]string, error) {
 		out[strings.TrimSpace(k)] = v
 	}
 	return out, nil
-}
-
-// javaDouble formats v as Java's Double.toString (shortest digits),
-// as kafka-configs.sh prints quota values: "1048576.0", "12.5",
-// "1.048576E7". (broker/clientquota has the same for the broker side;
-// admin does not import broker packages.)
-func javaDouble(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "Infinity"
-	case math.IsInf(v, -1):
-		return "-Infinity"
-	case v == 0:
-		if math.Signbit(v) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	if a := math.Abs(v); a >= 1e-3 && a < 1e7 {
-		s := strconv.FormatFloat(v, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	mant, exp, _ := strings.Cut(strconv.FormatFloat(v, 'e', -1, 64), "e")
-	if !strings.Contains(mant, ".") {
-		mant += ".0"
-	}
-	e, _ := strconv.Atoi(exp)
-	return mant + "E" + strconv.Itoa(e)
 }

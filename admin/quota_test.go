@@ -25,14 +25,6 @@ func TestQuotaConfigsText(t *testing.T) {
 		"SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=4096\n", buf.String())
 }
 
-func TestJavaDouble(t *testing.T) {
-	for v, want := range map[float64]string{
-		1048576: "1048576.0", 0: "0.0", 12.5: "12.5", 1e7: "1.0E7", 10485760: "1.048576E7",
-		0.001: "0.001", 0.0001: "1.0E-4", 9223372036854775807: "9.223372036854776E18",
-	} {
-		require.Equal(t, want, javaDouble(v), "%v", v)
-	}
-}
 
 func TestParseConfigList(t *testing.T) {
 	got, err := ParseConfigList("producer_byte_rate=1048576, consumer_byte_rate=2097152,k=[a,b]")

@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/qk-project/qk/internal/javafmt"
 )
 
 // EndToEndOptions are the settings of one `qk perf end-to-end` run.
@@ -158,7 +160,7 @@ func EndToEnd(ctx context.Context, o EndToEndOptions) error {
 			return err
 		}
 		if i%1000 == 0 && !o.JSON {
-			fmt.Fprintf(o.Stdout, "%d\t%s\n", i, javaDouble(float64(elapsed.Nanoseconds())/1000/1000))
+			fmt.Fprintf(o.Stdout, "%d\t%s\n", i, javafmt.Double(float64(elapsed.Nanoseconds())/1000/1000))
 		}
 		total += elapsed
 		lat = append(lat, elapsed)

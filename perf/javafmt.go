@@ -171,44 +171,6 @@ func (df *DateFormat) Format(t time.Time) string {
 	return string(b)
 }
 
-// javaDouble is Java's Double.toString, what `"" + d` prints in
-// EndToEndLatency's progress lines: the shortest decimal that reads back
-// as d, always with a fraction ("12.0"), in computerized scientific
-// notation outside [1e-3, 1e7) ("1.0E-4").
-func javaDouble(d float64) string {
-	switch {
-	case math.IsNaN(d):
-		return "NaN"
-	case math.IsInf(d, 1):
-		return "Infinity"
-	case math.IsInf(d, -1):
-		return "-Infinity"
-	case d == 0:
-		if math.Signbit(d) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	if a := math.Abs(d); a >= 1e-3 && a < 1e7 {
-		s := strconv.FormatFloat(d, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	s := strconv.FormatFloat(d, 'E', -1, 64) // 1.5E-04
-	mant, exp, _ := strings.Cut(s, "E")
-	if !strings.Contains(mant, ".") {
-		mant += ".0"
-	}
-	sign := ""
-	if exp[0] == '-' {
-		sign = "-"
-	}
-	exp = strings.TrimLeft(exp[1:], "0")
-	return mant + "E" + sign + exp
-}
-
 // javaF is Java's %.Nf. Java's Formatter rounds the shortest decimal
 // that reads back as d (Double.toString's digits) half up, where Go rounds
 // the exact binary value half to even: 10.25 is "10.3" in Java, "10.2" in

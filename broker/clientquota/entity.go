@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/qk-project/qk/broker/security/scram"
+
+	"github.com/qk-project/qk/internal/javafmt"
 )
 
 // Type is a quota type: which key of an entity's config bounds what.
@@ -273,7 +275,7 @@ func CheckValue(key string, v float64) (string, error) {
 		}
 		return strconv.FormatInt(n, 10), nil
 	}
-	return JavaDouble(v), nil
+	return javafmt.Double(v), nil
 }
 
 // ParseValues reads the quota keys of a stored entity config, ignoring
@@ -295,37 +297,4 @@ func ParseValues(cfg map[string]string) (vals Values, bad []string) {
 		vals[k] = f
 	}
 	return vals, bad
-}
-
-// JavaDouble formats v as Java's Double.toString (JDK 19+, shortest
-// digits): "1048576.0", "12.5", "1.048576E7", "1.0E-4"; kafka-configs.sh
-// prints quotas so.
-func JavaDouble(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "Infinity"
-	case math.IsInf(v, -1):
-		return "-Infinity"
-	case v == 0:
-		if math.Signbit(v) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	if a := math.Abs(v); a >= 1e-3 && a < 1e7 {
-		s := strconv.FormatFloat(v, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	s := strconv.FormatFloat(v, 'e', -1, 64) // 1.048576e+07
-	mant, exp, _ := strings.Cut(s, "e")
-	if !strings.Contains(mant, ".") {
-		mant += ".0"
-	}
-	e, _ := strconv.Atoi(exp)
-	return mant + "E" + strconv.Itoa(e)
 }

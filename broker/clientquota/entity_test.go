@@ -162,15 +162,6 @@ func TestParseValues(t *testing.T) {
 	require.Nil(t, bad)
 }
 
-func TestJavaDouble(t *testing.T) {
-	for v, want := range map[float64]string{
-		1048576: "1048576.0", 0: "0.0", 12.5: "12.5", 1e7: "1.0E7", 10485760: "1.048576E7",
-		9999999: "9999999.0", 0.001: "0.001", 0.0001: "1.0E-4", 1.25e-5: "1.25E-5",
-		9223372036854775807: "9.223372036854776E18", -3: "-3.0",
-	} {
-		require.Equal(t, want, JavaDouble(v), "%v", v)
-	}
-}
 
 func TestDescribe(t *testing.T) {
 	alice, app := Named("alice"), Named("app")

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/qk-project/qk/internal/javafmt"
 )
 
 // The typed structs (Broker, Topic) name their settings with a
@@ -107,7 +109,7 @@ func formatTagged(src any, name string) (string, bool) {
 	case reflect.Int, reflect.Int16, reflect.Int32, reflect.Int64:
 		return strconv.FormatInt(f.Int(), 10), true
 	case reflect.Float64:
-		return javaDouble(f.Float()), true
+		return javafmt.Double(f.Float()), true
 	case reflect.String:
 		return f.String(), true
 	case reflect.Slice:

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/qk-project/qk/internal/javafmt"
 )
 
 // Type is the value type of a setting. The numbers are the ConfigType
@@ -311,42 +313,11 @@ func format(v any) string {
 	case int:
 		return strconv.Itoa(v)
 	case float64:
-		return javaDouble(v)
+		return javafmt.Double(v)
 	case []string:
 		return strings.Join(v, ",")
 	case string:
 		return v
 	}
 	return fmt.Sprint(v)
-}
-
-// javaDouble formats f as Java's Double.toString does, so a described
-// double reads as Kafka's: "0.5", "1.0", "1.7976931348623157E308".
-func javaDouble(f float64) string {
-	if math.IsInf(f, 0) {
-		if f > 0 {
-			return "Infinity"
-		}
-		return "-Infinity"
-	}
-	a := math.Abs(f)
-	if a == 0 || (a >= 1e-3 && a < 1e7) {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	s := strconv.FormatFloat(f, 'e', -1, 64) // 1.5e+308
-	mant, exp, _ := strings.Cut(s, "e")
-	if !strings.Contains(mant, ".") {
-		mant += ".0"
-	}
-	exp = strings.TrimPrefix(exp, "+")
-	if strings.HasPrefix(exp, "-") {
-		exp = "-" + strings.TrimLeft(exp[1:], "0")
-	} else {
-		exp = strings.TrimLeft(exp, "0")
-	}
-	return mant + "E" + exp
 }

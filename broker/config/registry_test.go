@@ -146,14 +146,6 @@ func TestTypeNumbers(t *testing.T) {
 	}
 }
 
-func TestJavaDouble(t *testing.T) {
-	for f, want := range map[float64]string{
-		0: "0.0", 0.5: "0.5", 1: "1.0", 0.9: "0.9", 1e6: "1000000.0", 1e7: "1.0E7",
-		1.7976931348623157e308: "1.7976931348623157E308", 1e-4: "1.0E-4", 0.001: "0.001", -2.5: "-2.5",
-	} {
-		require.Equal(t, want, javaDouble(f), "%v", f)
-	}
-}
 
 func TestPrintGolden(t *testing.T) {
 	tests := []struct {
