@@ -1,7 +1,6 @@
 package api
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/metadata"
@@ -39,16 +38,9 @@ func (h *Handler) handleCreateACLs(c *call) {
 	for i := range resp.Results {
 		resp.Results[i] = kmsg.NewCreateACLsResponseResult()
 	}
-	if h.cfg.Authorizer == nil {
+	if code, msg := c.aclWriteRefused(); code != 0 {
 		for i := range resp.Results {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.SecurityDisabled.Code, ptrString(securityDisabledMessage)
-		}
-		c.respond(resp)
-		return
-	}
-	if err := c.clusterAuthorized(acl.Alter); err != nil {
-		for i := range resp.Results {
-			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = errorCode(err), errorMessage(err)
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, msg
 		}
 		c.respond(resp)
 		return

@@ -22,3 +22,17 @@ func aclError(err error) (int16, *string) {
 	}
 	return errorCode(err), errorMessage(err)
 }
+
+// aclWriteRefused is the error every result of a CreateAcls or
+// DeleteAcls gets before any work is done: SECURITY_DISABLED without an
+// authorizer, CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster
+// (0 when the request may proceed).
+func (c *call) aclWriteRefused() (int16, *string) {
+	if c.h.cfg.Authorizer == nil {
+		return kerr.SecurityDisabled.Code, ptrString(securityDisabledMessage)
+	}
+	if err := c.clusterAuthorized(acl.Alter); err != nil {
+		return errorCode(err), errorMessage(err)
+	}
+	return 0, nil
+}
