@@ -65,6 +65,14 @@
 // order, before the first byte of that request's response. Attachment is
 // the handler's per-connection slot (its authentication state).
 //
+// # Throttling (client quotas)
+//
+// SetThrottle mutes a connection for a quota's throttle time once the
+// request's response is queued (or, for NoResponse, once it is taken):
+// its next requests stay in the kernel until then while responses still
+// go out, as Kafka mutes a channel (KIP-219). The processor keeps the
+// throttled connections in a list and wakes at the earliest end.
+//
 // # Processors
 //
 // A processor's goroutine is the only one that touches its connections. It
