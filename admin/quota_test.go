@@ -25,7 +25,6 @@ func TestQuotaConfigsText(t *testing.T) {
 		"SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=4096\n", buf.String())
 }
 
-
 func TestParseConfigList(t *testing.T) {
 	got, err := ParseConfigList("producer_byte_rate=1048576, consumer_byte_rate=2097152,k=[a,b]")
 	require.NoError(t, err)

@@ -162,7 +162,6 @@ func TestParseValues(t *testing.T) {
 	require.Nil(t, bad)
 }
 
-
 func TestDescribe(t *testing.T) {
 	alice, app := Named("alice"), Named("app")
 	q := Quotas{

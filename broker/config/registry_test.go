@@ -146,7 +146,6 @@ func TestTypeNumbers(t *testing.T) {
 	}
 }
 
-
 func TestPrintGolden(t *testing.T) {
 	tests := []struct {
 		name string
