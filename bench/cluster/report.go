@@ -49,7 +49,7 @@ func markdown(h header, r *results) string {
 	fmt.Fprintf(&sb, "- cluster: 3 `qk broker start` processes (ids 0, 1, 2) on one standalone ZooKeeper %s (Debian), all on 127.0.0.1, "+
 		"each broker a process of its own with its own data directory\n", benchproc.OrUnknown(h.zkVersion))
 	fmt.Fprintf(&sb, "- throughput: %s, %s 1 KiB records per run, configurations interleaved within each run\n",
-		runsText(h.cfg.runs, h.cfg.warmup), benchproc.Group(float64(h.cfg.records)))
+		benchproc.RunsText(h.cfg.runs, h.cfg.warmup), benchproc.Group(float64(h.cfg.records)))
 	if r.ballast > 0 {
 		fmt.Fprintf(&sb, "- page cache: a %.1f GiB ballast file filled the free memory before the runs (kept until the end), so that the brokers' "+
 			"writes recycle page-cache pages instead of first-touching memory this VM returned to its host (up to ~5× slower; -ballast=false turns it off)\n",
@@ -139,8 +139,8 @@ func throughputSection(sb *strings.Builder, r *tpResults) {
 		"\"first write\" is the priming write before each run: one record per partition of the fresh topic with the run's acks, " +
 		"sent once the client has metadata, until all are acknowledged. It is left out of the run because an acks=all write to a new partition " +
 		"waits for the followers' first fetches of it, a cost of creating the topic that would otherwise land in every RF 3 run.\n\n")
-	tableRow(sb, []string{"configuration", "records/s", "MiB/s", "p50 ms", "p99 ms", "first write ms", "CPU-s/GiB broker 0", "broker 1", "broker 2"})
-	tableRow(sb, []string{"---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"})
+	benchproc.TableRow(sb, []string{"configuration", "records/s", "MiB/s", "p50 ms", "p99 ms", "first write ms", "CPU-s/GiB broker 0", "broker 1", "broker 2"})
+	benchproc.TableRow(sb, []string{"---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"})
 	for j, t := range tpConfigs {
 		if !r.only[j] {
 			continue
@@ -160,7 +160,7 @@ func throughputSection(sb *strings.Builder, r *tpResults) {
 				return math.NaN()
 			})))
 		}
-		tableRow(sb, cells)
+		benchproc.TableRow(sb, cells)
 	}
 	sb.WriteString("\n")
 
@@ -185,8 +185,8 @@ func throughputSection(sb *strings.Builder, r *tpResults) {
 			head, align = append(head, p.name), append(align, "---:")
 		}
 	}
-	tableRow(sb, head)
-	tableRow(sb, align)
+	benchproc.TableRow(sb, head)
+	benchproc.TableRow(sb, align)
 	for i := range r.runs {
 		cells := []string{fmt.Sprint(i + 1)}
 		for _, p := range pairs {
@@ -194,7 +194,7 @@ func throughputSection(sb *strings.Builder, r *tpResults) {
 				cells = append(cells, ratioText(r.ratio(i, p.rf3, p.rf1)))
 			}
 		}
-		tableRow(sb, cells)
+		benchproc.TableRow(sb, cells)
 	}
 	cells := []string{"**median**"}
 	for _, p := range pairs {
@@ -203,7 +203,7 @@ func throughputSection(sb *strings.Builder, r *tpResults) {
 			cells = append(cells, fmt.Sprintf("**%s** %s", ratioText(m), verdict(m >= goalRF3Ratio, m)))
 		}
 	}
-	tableRow(sb, cells)
+	benchproc.TableRow(sb, cells)
 	sb.WriteString("\n")
 }
 
@@ -260,12 +260,12 @@ func lagSection(sb *strings.Builder, r *tpResults) {
 		return
 	}
 	rec := benchproc.Median(bpr)
-	tableRow(sb, []string{"follower", "samples per run", "p50 KiB", "p99 KiB", "max KiB", "p50 records", "p99 records", "max records"})
-	tableRow(sb, []string{"---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"})
+	benchproc.TableRow(sb, []string{"follower", "samples per run", "p50 KiB", "p99 KiB", "max KiB", "p50 records", "p99 records", "max records"})
+	benchproc.TableRow(sb, []string{"---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"})
 	for _, id := range slices.Sorted(maps.Keys(per)) {
 		a := per[id]
 		p50, p99, mx := benchproc.Median(a.p50), benchproc.Median(a.p99), slices.Max(a.max)
-		tableRow(sb, []string{fmt.Sprintf("broker %d", id), benchproc.Group(benchproc.Median(a.samples)),
+		benchproc.TableRow(sb, []string{fmt.Sprintf("broker %d", id), benchproc.Group(benchproc.Median(a.samples)),
 			fmt.Sprintf("%.1f", p50/1024), fmt.Sprintf("%.1f", p99/1024), fmt.Sprintf("%.1f", mx/1024),
 			approxRecords(p50, rec), approxRecords(p99, rec), approxRecords(mx, rec)})
 	}
@@ -289,12 +289,12 @@ func shutdownSection(sb *strings.Builder, r *shutdownResult) {
 		"Unavailability is the longest gap between consecutive acknowledgements from the last one before the SIGTERM to the first one more "+
 		"than %v after the broker exited. The broker is restarted and the full ISR awaited between shutdowns; the next one targets whichever "+
 		"broker leads then. The goal is < %v.\n\n", shutdownWindowTail, goalShutdownMS)
-	tableRow(sb, []string{"#", "leader", "longest gap ms", "gap began after SIGTERM ms", "SIGTERM to exit ms", "client errors"})
-	tableRow(sb, []string{"---", "---", "---:", "---:", "---:", "---"})
+	benchproc.TableRow(sb, []string{"#", "leader", "longest gap ms", "gap began after SIGTERM ms", "SIGTERM to exit ms", "client errors"})
+	benchproc.TableRow(sb, []string{"---", "---", "---:", "---:", "---:", "---"})
 	var gaps []float64
 	for i, s := range r.runs {
 		gaps = append(gaps, float64(s.gap)/float64(time.Millisecond))
-		tableRow(sb, []string{fmt.Sprint(i + 1), victimText(s.victim, s.controller), msText(s.gap), msText(s.gapAfter), msText(s.stopTook), errsText(s.errs, s.exitErr)})
+		benchproc.TableRow(sb, []string{fmt.Sprint(i + 1), victimText(s.victim, s.controller), msText(s.gap), msText(s.gapAfter), msText(s.stopTook), errsText(s.errs, s.exitErr)})
 	}
 	m := benchproc.Median(gaps)
 	fmt.Fprintf(sb, "\nMedian longest gap: **%.1f ms** %s. ", m, verdict(m < float64(goalShutdownMS/time.Millisecond), m))
@@ -319,8 +319,8 @@ func failoverSection(sb *strings.Builder, rs []failoverResult) {
 	}
 	head = append(head, "median", "acknowledged", "lost", "duplicated", "failed")
 	align = append(align, "---:", "---:", "---:", "---:", "---:")
-	tableRow(sb, head)
-	tableRow(sb, align)
+	benchproc.TableRow(sb, head)
+	benchproc.TableRow(sb, align)
 	for _, r := range rs {
 		cells := []string{fmt.Sprint(r.session)}
 		var took []float64
@@ -335,7 +335,7 @@ func failoverSection(sb *strings.Builder, rs []failoverResult) {
 		}
 		cells = append(cells, fmt.Sprintf("**%.2f s**", benchproc.Median(took)),
 			benchproc.Group(float64(r.verify.acked)), fmt.Sprint(r.verify.missing), fmt.Sprint(r.verify.duplicated), fmt.Sprint(r.failed))
-		tableRow(sb, cells)
+		benchproc.TableRow(sb, cells)
 	}
 	sb.WriteString("\n\"lost\" counts acknowledged records not in the partition when it was read back; \"failed\" counts records the producer gave up on " +
 		"(not acknowledged, so not a loss).\n\n")
@@ -375,25 +375,6 @@ func errsText(errs map[string]int, exitErr string) string {
 func verifyText(v verifyResult, failed int) string {
 	return fmt.Sprintf("Read back: %s acknowledged records, %d lost, %d duplicated (%s records in the partition); %d records failed.",
 		benchproc.Group(float64(v.acked)), v.missing, v.duplicated, benchproc.Group(float64(v.read)), failed)
-}
-
-func runsText(runs, warmup int) string {
-	s := "1 run"
-	if runs > 1 {
-		s = fmt.Sprintf("median of %d runs", runs)
-	}
-	switch warmup {
-	case 0:
-		return s + ", no warm-up"
-	case 1:
-		return s + " after 1 warm-up run"
-	default:
-		return fmt.Sprintf("%s after %d warm-up runs", s, warmup)
-	}
-}
-
-func tableRow(sb *strings.Builder, cells []string) {
-	sb.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 }
 
 // oneLine is s as one table cell: newlines become spaces, pipes escaped.

@@ -29,7 +29,7 @@ func markdown(h header, r *results) string {
 	sb.WriteString("- broker: one `qk broker start` process with three listeners on 127.0.0.1: PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512), " +
 		"a P-256 ECDSA certificate from a CA made at start; Go's crypto/tls defaults (TLS 1.3, AES-128-GCM)\n")
 	fmt.Fprintf(&sb, "- load: `qk perf produce` then `qk perf consume` processes, 1 KiB records, %s records per run, one partition; "+
-		"%s, each run going through the three listeners in turn (run i starting at the next listener of PLAINTEXT, SSL, SASL_SSL)\n", benchproc.Group(float64(r.records)), runsText(h.cfg.runs, h.cfg.warmup))
+		"%s, each run going through the three listeners in turn (run i starting at the next listener of PLAINTEXT, SSL, SASL_SSL)\n", benchproc.Group(float64(r.records)), benchproc.RunsText(h.cfg.runs, h.cfg.warmup))
 	if r.ballast > 0 {
 		fmt.Fprintf(&sb, "- page cache: a %.1f GiB ballast file filled the free memory before the runs, so that the broker's writes recycle "+
 			"page-cache pages instead of first-touching memory this VM returned to its host (up to ~5× slower; -ballast=false turns it off)\n",
@@ -99,15 +99,15 @@ func invocation(cfg config) string {
 func loadSection(sb *strings.Builder, r *results, ld int, title string) {
 	sb.WriteString(title)
 	sb.WriteString("Medians over the runs, each figure separately; the × columns are the median of each run's ratio to PLAINTEXT's figure in the same run.\n\n")
-	tableRow(sb, []string{"listener", "records/s", "MB/s", "broker CPU-s/GiB", "throughput × PLAINTEXT", "CPU-s/GiB × PLAINTEXT"})
-	tableRow(sb, []string{"---", "---:", "---:", "---:", "---:", "---:"})
+	benchproc.TableRow(sb, []string{"listener", "records/s", "MB/s", "broker CPU-s/GiB", "throughput × PLAINTEXT", "CPU-s/GiB × PLAINTEXT"})
+	benchproc.TableRow(sb, []string{"---", "---:", "---:", "---:", "---:", "---:"})
 	for ln := range numListeners {
 		tput, cpu := "1×", "1×"
 		if ln != lnPlaintext {
 			tput = ratioText(r.medianRatio(ld, ln, figMBPerSec))
 			cpu = ratioText(r.medianRatio(ld, ln, figCPUPerGiB))
 		}
-		tableRow(sb, []string{listenerNames[ln],
+		benchproc.TableRow(sb, []string{listenerNames[ln],
 			benchproc.Group(r.median(ld, ln, figRecPerSec)),
 			floatText(r.median(ld, ln, figMBPerSec), 1),
 			floatText(r.median(ld, ln, figCPUPerGiB), 2),
@@ -129,8 +129,8 @@ func ratioSection(sb *strings.Builder, r *results) {
 			align = append(align, "---:", "---:")
 		}
 	}
-	tableRow(sb, head)
-	tableRow(sb, align)
+	benchproc.TableRow(sb, head)
+	benchproc.TableRow(sb, align)
 	for i := range r.runs {
 		cells := []string{fmt.Sprint(i + 1)}
 		for ld := range numLoads {
@@ -138,7 +138,7 @@ func ratioSection(sb *strings.Builder, r *results) {
 				cells = append(cells, ratioText(r.ratio(i, ld, ln, figMBPerSec)), ratioText(r.ratio(i, ld, ln, figCPUPerGiB)))
 			}
 		}
-		tableRow(sb, cells)
+		benchproc.TableRow(sb, cells)
 	}
 	cells := []string{"**median**"}
 	for ld := range numLoads {
@@ -146,7 +146,7 @@ func ratioSection(sb *strings.Builder, r *results) {
 			cells = append(cells, "**"+ratioText(r.medianRatio(ld, ln, figMBPerSec))+"**", "**"+ratioText(r.medianRatio(ld, ln, figCPUPerGiB))+"**")
 		}
 	}
-	tableRow(sb, cells)
+	benchproc.TableRow(sb, cells)
 	sb.WriteString("\n")
 }
 
@@ -279,23 +279,4 @@ func floatText(v float64, prec int) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.*f", prec, v)
-}
-
-func runsText(runs, warmup int) string {
-	s := "1 run"
-	if runs > 1 {
-		s = fmt.Sprintf("median of %d runs", runs)
-	}
-	switch warmup {
-	case 0:
-		return s + ", no warm-up"
-	case 1:
-		return s + " after 1 warm-up run"
-	default:
-		return fmt.Sprintf("%s after %d warm-up runs", s, warmup)
-	}
-}
-
-func tableRow(sb *strings.Builder, cells []string) {
-	sb.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 }

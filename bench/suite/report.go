@@ -146,16 +146,16 @@ func markdown(h header, rs *results, targets []target) string {
 		fmt.Fprintf(&sb, "## %s\n\n", sec)
 		sb.WriteString(sectionNote(sec))
 		cols := []string{"row", "broker", "records/run", "records/s", "MiB/s", "p50 ms", "p99 ms", "p99.9 ms", "CPU-s/GiB", "× peer", "× ceiling"}
-		tableRow(&sb, cols)
-		tableRow(&sb, alignRow(len(cols), 2))
+		benchproc.TableRow(&sb, cols)
+		benchproc.TableRow(&sb, alignRow(len(cols), 2))
 		for _, r := range rows {
 			for _, ro := range r.row.roles {
-				tableRow(&sb, rs.cells(r, ro))
+				benchproc.TableRow(&sb, rs.cells(r, ro))
 			}
 			if r.err != nil {
 				cells := make([]string, len(cols))
 				cells[0], cells[1], cells[2] = r.row.name, "**failed**", oneLine(r.err.Error())
-				tableRow(&sb, cells)
+				benchproc.TableRow(&sb, cells)
 			}
 		}
 		sb.WriteString("\n")
@@ -166,19 +166,19 @@ func markdown(h header, rs *results, targets []target) string {
 		sb.WriteString("**-quick: a PASS or MISS here is no verdict.**\n\n")
 	}
 	cols := []string{"target", "measured", "want", "result"}
-	tableRow(&sb, cols)
-	tableRow(&sb, []string{"---", "---:", "---:", "---"})
+	benchproc.TableRow(&sb, cols)
+	benchproc.TableRow(&sb, []string{"---", "---:", "---:", "---"})
 	for _, t := range targets {
 		v, ok := t.eval(rs)
 		if !ok {
-			tableRow(&sb, []string{t.name, "—", t.want(), "n/a (rows not run)"})
+			benchproc.TableRow(&sb, []string{t.name, "—", t.want(), "n/a (rows not run)"})
 			continue
 		}
 		verdict := "MISS"
 		if t.pass(v) {
 			verdict = "PASS"
 		}
-		tableRow(&sb, []string{t.name, t.format(v), t.want(), verdict})
+		benchproc.TableRow(&sb, []string{t.name, t.format(v), t.want(), verdict})
 	}
 
 	if h.runs > 1 {
@@ -187,8 +187,8 @@ func markdown(h header, rs *results, targets []target) string {
 		for i := range h.runs {
 			cols = append(cols, fmt.Sprintf("run %d", i+1))
 		}
-		tableRow(&sb, cols)
-		tableRow(&sb, alignRow(len(cols), 2))
+		benchproc.TableRow(&sb, cols)
+		benchproc.TableRow(&sb, alignRow(len(cols), 2))
 		for _, name := range rs.order {
 			r := rs.rows[name]
 			for _, ro := range r.row.roles {
@@ -200,7 +200,7 @@ func markdown(h header, rs *results, targets []target) string {
 					}
 					cells = append(cells, c)
 				}
-				tableRow(&sb, cells)
+				benchproc.TableRow(&sb, cells)
 			}
 		}
 	}
@@ -259,10 +259,6 @@ func sectionNote(sec string) string {
 		return "qk's topic has flush.messages=1 (an fsync per batch); the kfake peer runs with SyncWrites.\n\n"
 	}
 	return ""
-}
-
-func tableRow(sb *strings.Builder, cells []string) {
-	fmt.Fprintf(sb, "| %s |\n", strings.Join(cells, " | "))
 }
 
 // alignRow left-aligns the first text columns and right-aligns the rest.
