@@ -108,7 +108,6 @@ type Session struct {
 
 	authenticated bool
 	principal     string // User:<name> once authenticated
-	mechanism     string // of the authenticated session
 	expires       time.Time
 	reauth        bool // the exchange in progress re-authenticates
 }
@@ -125,7 +124,9 @@ func (s *Session) Authenticated() bool { return s.authenticated }
 func (s *Session) Principal() string { return s.principal }
 
 // Mechanism is the mechanism the session authenticated with.
-func (s *Session) Mechanism() string { return s.mechanism }
+// (A re-authentication must keep the mechanism, so the handshake's is
+// the session's throughout.)
+func (s *Session) Mechanism() string { return s.mech }
 
 // Raw reports whether tokens come as bare frames (SaslHandshake v0).
 func (s *Session) Raw() bool { return s.raw && s.state == stateAuthenticate }
@@ -180,9 +181,9 @@ func (s *Session) Handshake(version int16, mech string) ([]string, error) {
 			s.state = stateFailed
 			return enabled, fmt.Errorf("%w: re-authentication needs SaslHandshake v1", ErrIllegalState)
 		}
-		if mech != s.mechanism {
+		if mech != s.mech {
 			s.state = stateFailed
-			return enabled, fmt.Errorf("%w: re-authentication with %s, the session used %s", ErrIllegalState, mech, s.mechanism)
+			return enabled, fmt.Errorf("%w: re-authentication with %s, the session used %s", ErrIllegalState, mech, s.mech)
 		}
 		s.reauth = true
 	}
@@ -236,7 +237,7 @@ func (s *Session) Authenticate(token []byte, now time.Time) (resp []byte, done b
 			Reason: fmt.Errorf("re-authentication as %s, the session is %s", principal, s.principal)}
 	}
 	s.state, s.scramSrv, s.reauth = stateHandshake, nil, false
-	s.authenticated, s.principal, s.mechanism = true, principal, s.mech
+	s.authenticated, s.principal = true, principal
 	s.expires = time.Time{}
 	if s.cfg.MaxReauth > 0 {
 		s.expires, lifetime = now.Add(s.cfg.MaxReauth), s.cfg.MaxReauth
