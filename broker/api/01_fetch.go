@@ -134,7 +134,7 @@ func (f *delayedFetch) authorize(snap *controller.Snapshot) {
 		} else if f.ctx.usesTopicIDs {
 			continue // UNKNOWN_TOPIC_ID, whatever the ACLs
 		}
-		if !ta.ok(f.c, acl.Read, name) {
+		if !ta.ok(name) {
 			if f.denied == nil {
 				f.denied = map[string]bool{}
 			}

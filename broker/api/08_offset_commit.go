@@ -64,7 +64,7 @@ func (h *Handler) handleOffsetCommit(c *call) {
 			case !groupOK:
 				st.Partitions[pi].ErrorCode = kerr.GroupAuthorizationFailed.Code
 				continue
-			case !ta.ok(c, acl.Read, name):
+			case !ta.ok(name):
 				st.Partitions[pi].ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
 			}

@@ -31,7 +31,7 @@ func (h *Handler) handleOffsetDelete(c *call) {
 	ta := c.topicAuth(acl.Read)
 	var tps []group.TopicPartition
 	for _, t := range req.Topics {
-		if !ta.ok(c, acl.Read, t.Topic) {
+		if !ta.ok(t.Topic) {
 			continue
 		}
 		for _, p := range t.Partitions {
@@ -48,7 +48,7 @@ func (h *Handler) handleOffsetDelete(c *call) {
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
-		denied := !ta.ok(c, acl.Read, t.Topic)
+		denied := !ta.ok(t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition

@@ -56,27 +56,32 @@ func (c *call) authorizeCluster(op acl.Operation) bool {
 	return c.authorize(op, acl.Cluster, acl.ClusterName)
 }
 
-// topicsAllowed checks op on each topic once, for requests that name a
-// topic per partition; the map is nil without an authorizer (all
-// allowed).
-type topicAuth map[string]bool
+// topicAuth decides one operation on each topic of a request once, for
+// requests that name a topic per partition; its decisions are nil
+// without an authorizer (all allowed).
+type topicAuth struct {
+	c       *call
+	op      acl.Operation
+	decided map[string]bool
+}
 
-func (c *call) topicAuth(op acl.Operation) topicAuth {
-	if c.h.authorizer() == nil {
-		return nil
+func (c *call) topicAuth(op acl.Operation) *topicAuth {
+	ta := &topicAuth{c: c, op: op}
+	if c.h.authorizer() != nil {
+		ta.decided = map[string]bool{}
 	}
-	return topicAuth{}
+	return ta
 }
 
 // ok checks (and remembers) the decision for a topic.
-func (ta topicAuth) ok(c *call, op acl.Operation, topic string) bool {
-	if ta == nil {
+func (ta *topicAuth) ok(topic string) bool {
+	if ta.decided == nil {
 		return true
 	}
-	v, seen := ta[topic]
+	v, seen := ta.decided[topic]
 	if !seen {
-		v = c.authorize(op, acl.Topic, topic)
-		ta[topic] = v
+		v = ta.c.authorize(ta.op, acl.Topic, topic)
+		ta.decided[topic] = v
 	}
 	return v
 }
