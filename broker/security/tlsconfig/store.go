@@ -152,15 +152,9 @@ func loadKeystore(s Settings, fs *fileSet) ([]tls.Certificate, error) {
 		}
 		return []tls.Certificate{cert}, nil
 	}
-	switch sniff(b) {
-	case typePEM:
-		return nil, settingErr(settingKeystoreLocation, path, "%w: the file is PEM but ssl.keystore.type is %s; set ssl.keystore.type=PEM", ErrInvalidSetting, typ)
-	case typeJKS:
-		typ = typeJKS
-	case typePKCS12:
-		typ = typePKCS12
-	default:
-		return nil, settingErr(settingKeystoreLocation, path, "%w: neither a JKS nor a PKCS12 keystore (JCEKS and other formats: convert with keytool -importkeystore -deststoretype PKCS12)", ErrInvalidSetting)
+	if typ, err = binaryStoreType(b, settingKeystoreLocation, path, typ, "ssl.keystore.type", "keystore",
+		" (JCEKS and other formats: convert with keytool -importkeystore -deststoretype PKCS12)"); err != nil {
+		return nil, err
 	}
 	if s.KeystorePassword == "" {
 		return nil, settingErr(settingKeystorePassword, path, "%w: ssl.keystore.location is set but ssl.keystore.password is not", ErrInvalidSetting)
@@ -210,15 +204,8 @@ func loadTruststore(s Settings, fs *fileSet) (*x509.CertPool, error) {
 			return nil, err
 		}
 		if typ != typePEM {
-			switch sniff(b) {
-			case typePEM:
-				return nil, settingErr(settingTruststoreLocation, path, "%w: the file is PEM but ssl.truststore.type is %s; set ssl.truststore.type=PEM", ErrInvalidSetting, typ)
-			case typeJKS:
-				typ = typeJKS
-			case typePKCS12:
-				typ = typePKCS12
-			default:
-				return nil, settingErr(settingTruststoreLocation, path, "%w: neither a JKS nor a PKCS12 truststore", ErrInvalidSetting)
+			if typ, err = binaryStoreType(b, settingTruststoreLocation, path, typ, "ssl.truststore.type", "truststore", ""); err != nil {
+				return nil, err
 			}
 		}
 		switch typ {
@@ -516,4 +503,18 @@ func jksTrusted(b []byte, password string) ([]*x509.Certificate, error) {
 		return nil, errors.New("JKS truststore holds no trusted certificate entry")
 	}
 	return certs, nil
+}
+
+// binaryStoreType is the type of a JKS or PKCS12 store file by its first
+// bytes, whichever of the two its type setting names, as Java reads
+// either; a PEM file, or a file of neither kind, is an error naming the
+// location setting (what: keystore or truststore; hint ends the message).
+func binaryStoreType(b []byte, setting, path, configured, typeSetting, what, hint string) (string, error) {
+	switch t := sniff(b); t {
+	case typeJKS, typePKCS12:
+		return t, nil
+	case typePEM:
+		return "", settingErr(setting, path, "%w: the file is PEM but "+typeSetting+" is %s; set "+typeSetting+"=PEM", ErrInvalidSetting, configured)
+	}
+	return "", settingErr(setting, path, "%w: neither a JKS nor a PKCS12 "+what+hint, ErrInvalidSetting)
 }
