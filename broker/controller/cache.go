@@ -542,6 +542,13 @@ func (c *Cache) ApplyUpdateMetadata(ctx context.Context, req *kmsg.UpdateMetadat
 			t = &Topic{Name: u.topic, ID: u.id, Config: cfg}
 		}
 		for _, p := range u.ps {
+			// The slice is indexed by partition number: a number no
+			// controller gives (negative, or past MaxPartitions) would
+			// index out of range or grow it without bound.
+			if p.Partition < 0 || p.Partition >= MaxPartitions {
+				errs = append(errs, fmt.Errorf("topic %s: partition %d outside 0..%d, ignored", u.topic, p.Partition, MaxPartitions-1))
+				continue
+			}
 			for int32(len(t.Partitions)) <= p.Partition {
 				t.Partitions = append(t.Partitions, PartitionInfo{Partition: int32(len(t.Partitions)), Leader: metadata.NoLeader, LeaderEpoch: -1})
 			}
