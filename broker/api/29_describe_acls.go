@@ -48,6 +48,12 @@ func (h *Handler) handleDescribeACLs(c *call) {
 		c.respond(resp)
 		return
 	}
+	// The ACLs as the store holds them now (see syncCache).
+	if err := h.syncCache(c); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+		c.respond(resp)
+		return
+	}
 	var cur *kmsg.DescribeACLsResponseResource
 	for _, b := range h.cfg.Cache.Snapshot().ACLs().Bindings(f) {
 		r := b.Resource

@@ -29,10 +29,18 @@ import (
 func (h *Handler) handleDescribeConfigs(c *call) {
 	req := c.req.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	// The configs as the store holds them now, not as this broker last
+	// heard of them: a client that changed a config through another
+	// broker reads its write here (Kafka's ZooKeeper-mode brokers answer
+	// from ZooKeeper too).
+	syncErr := h.syncCache(c)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
 		entries, err := h.describeConfigs(rr)
+		if syncErr != nil {
+			entries, err = nil, syncErr
+		}
 		if aerr := c.configAuthorized(acl.DescribeConfigs, int8(rr.ResourceType), rr.ResourceName); aerr != nil {
 			entries, err = nil, aerr
 		}

@@ -120,3 +120,19 @@ func (h *Handler) storeConfig(ctx context.Context, resourceType int8, name strin
 	h.lg.Info("altered config", "entity", entityType+"/"+entity, "config", cfg)
 	return h.cfg.Cache.Sync(ctx)
 }
+
+// syncCache brings this broker's cache up to date with the store before
+// a describe answers from it: the change notifications (/config/changes,
+// the ACL change nodes) are listed, and whatever they announce that the
+// cache has not applied is read, so a change another broker made and
+// answered is seen here at once. When nothing changed it costs a few
+// reads of the store and no re-read of the configs.
+func (h *Handler) syncCache(c *call) error {
+	ctx, cancel := c.ctx(0)
+	defer cancel()
+	if err := h.cfg.Cache.Sync(ctx); err != nil {
+		h.lg.Warn("cannot read the metadata store for a describe", "err", err)
+		return fmt.Errorf("cannot read the metadata store: %w", err)
+	}
+	return nil
+}

@@ -121,7 +121,7 @@ func (c *Controller) send(b *requestBatch) {
 				tps[tp] = struct{}{}
 			}
 		}
-		c.ch.Send(id, c.updateMetadataRequest(lb, tps), c.onUpdateMetadataResponse(id))
+		c.ch.Send(id, c.updateMetadataRequest(lb, tps), c.onUpdateMetadataResponse(id, c.applied.next(c.gen.Load(), id)))
 	}
 	for _, id := range slices.Sorted(maps.Keys(b.stopReplica)) {
 		lb, ok := cc.live[id]
@@ -382,8 +382,15 @@ func (c *Controller) raiseLeaderEpochs(id int32, ahead []epochAhead) {
 	c.send(b)
 }
 
-func (c *Controller) onUpdateMetadataResponse(id int32) func(kmsg.Response, error) {
+// onUpdateMetadataResponse records the answer to broker id's
+// UpdateMetadata number seq. Any answer counts as applied for the admin
+// APIs waiting on it: an error is the broker removed from the channel (it
+// left the live set), a refusal a broker epoch that is not current (the
+// broker restarted and gets the state again as a new broker).
+func (c *Controller) onUpdateMetadataResponse(id int32, seq uint64) func(kmsg.Response, error) {
+	gen := c.gen.Load()
 	return func(r kmsg.Response, err error) {
+		defer c.applied.ack(gen, id, seq)
 		if err != nil {
 			c.lg.Debug("UpdateMetadata not delivered", "broker_id", id, "err", err)
 			return

@@ -104,6 +104,9 @@ type Controller struct {
 	termCancel context.CancelFunc
 	watching   map[watchKey]bool
 	deleted    broadcaster // a topic's deletion completed
+	// applied: which UpdateMetadata each broker has answered, for the
+	// topic admin APIs to answer once every live broker shows their change.
+	applied applied
 
 	qmu     sync.Mutex // guards queue
 	queue   []queued
@@ -430,7 +433,11 @@ func (c *Controller) CreateTopic(ctx context.Context, spec TopicSpec, validateOn
 	b := newBatch()
 	c.onNewPartitionCreation(ctx, b, c.cc.partitions(spec.Name))
 	c.send(b)
+	applied := c.appliedBarrier()
 	c.mu.Unlock()
+	if err := c.waitApplied(ctx, applied, "topic "+spec.Name+" was created"); err != nil {
+		return nil, err
+	}
 	return c.waitForTopic(ctx, spec.Name, len(assignment))
 }
 
@@ -511,6 +518,27 @@ func topicOps(ctx context.Context, st metadata.Store, spec TopicSpec, id [16]byt
 	}
 	return append(ops, metadata.CreateOp(metadata.TopicPath(spec.Name),
 		metadata.MarshalTopicAssignment(metadata.TopicAssignment{TopicID: id, Partitions: assignment}), 0)), nil
+}
+
+// appliedBarrier is the UpdateMetadata each live broker has been sent so
+// far; c.mu is held.
+func (c *Controller) appliedBarrier() appliedBarrier {
+	if c.cc == nil {
+		return appliedBarrier{}
+	}
+	return c.applied.barrier(c.gen.Load(), c.cc.liveIDs())
+}
+
+// waitApplied waits until every broker of b has answered the
+// UpdateMetadata it was sent (Kafka answers once its own cache shows the
+// change; qk waits for every live broker's, so that a client asking any
+// broker next sees it). done says what did happen, for the error when
+// the request's timeout passes first.
+func (c *Controller) waitApplied(ctx context.Context, b appliedBarrier, done string) error {
+	if err := c.applied.wait(ctx, b); err != nil {
+		return fmt.Errorf("%s, but not every broker's metadata showed it within the request's timeout: %w", done, err)
+	}
+	return nil
 }
 
 // waitForTopic waits until this broker's metadata shows the topic with n
@@ -671,7 +699,11 @@ func (c *Controller) CreatePartitions(ctx context.Context, topic string, total i
 	b := newBatch()
 	c.onNewPartitionCreation(ctx, b, added)
 	c.send(b)
+	applied := c.appliedBarrier()
 	c.mu.Unlock()
+	if err := c.waitApplied(ctx, applied, fmt.Sprintf("partitions of %s were added", topic)); err != nil {
+		return err
+	}
 	_, err = c.waitForTopic(ctx, topic, int(total))
 	return err
 }
@@ -751,8 +783,12 @@ func (c *Controller) DeleteTopic(ctx context.Context, topic string) error {
 		pending := c.cc != nil && c.cc.topics[topic] != nil
 		canFinish := pending && c.deletionCanFinish(topic)
 		gone := c.deleted.wait()
+		applied := c.appliedBarrier()
 		c.mu.Unlock()
 		if !pending || !canFinish {
+			if err := c.waitApplied(ctx, applied, "topic "+topic+" is being deleted"); err != nil {
+				return err
+			}
 			break
 		}
 		select {

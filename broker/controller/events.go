@@ -107,7 +107,7 @@ func (c *Controller) opCtx() (context.Context, context.CancelFunc) {
 // partitions without a leader get one where they can. Called by elect,
 // with c.mu held.
 func (c *Controller) onControllerFailover(ctx context.Context) error {
-	c.gen.Add(1)
+	c.applied.reset(c.gen.Add(1))
 	c.termCtx, c.termCancel = context.WithCancel(c.ctx)
 	c.watching = map[watchKey]bool{}
 	// Watches first, then the reads: a change in between fires them.
@@ -185,7 +185,7 @@ func (c *Controller) onResign() {
 	if c.termCancel != nil {
 		c.termCancel()
 	}
-	c.gen.Add(1)
+	c.applied.reset(c.gen.Add(1))
 	if c.ch != nil {
 		c.ch.Close()
 		c.ch = nil
@@ -304,6 +304,7 @@ func (c *Controller) processBrokerChange() {
 		delete(cc.live, id)
 		delete(cc.shuttingDown, id)
 		c.ch.RemoveBroker(id)
+		c.applied.forget(id)
 	}
 	if len(dead) > 0 {
 		c.onBrokerFailure(ctx, b, dead)
