@@ -206,4 +206,3 @@ func TestReadYourWritesConfigs(t *testing.T) {
 		}
 	}
 }
-
