@@ -206,3 +206,103 @@ func TestReadYourWritesConfigs(t *testing.T) {
 		}
 	}
 }
+
+// TestReadYourWritesACLs: ACLs created or deleted through one broker are
+// at once what DescribeAcls gives on another.
+func TestReadYourWritesACLs(t *testing.T) {
+	r := startRYW(t, brokertest.WithAuthorizer())
+	describe := func(id int32, topic string) int {
+		t.Helper()
+		req := kmsg.NewPtrDescribeACLsRequest()
+		req.ResourceType, req.ResourceName = kmsg.ACLResourceTypeTopic, kmsg.StringPtr(topic)
+		req.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
+		req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		resp := r.ask(t, id, req).(*kmsg.DescribeACLsResponse)
+		require.NoError(t, kerr.ErrorForCode(resp.ErrorCode), "describe on broker %d", id)
+		n := 0
+		for _, res := range resp.Resources {
+			n += len(res.ACLs)
+		}
+		return n
+	}
+	start := time.Now()
+	for round := range rywRounds() {
+		topic := fmt.Sprintf("ryw-acl-%d", round)
+		writer := int32(round % 3)
+		reader := other(writer, round/3)
+
+		ca := kmsg.NewPtrCreateACLsRequest()
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, topic, kmsg.ACLResourcePatternTypeLiteral
+		c.Principal, c.Host, c.Operation, c.PermissionType = "User:alice", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		ca.Creations = append(ca.Creations, c)
+		cresp := r.ask(t, writer, ca).(*kmsg.CreateACLsResponse)
+		require.NoError(t, kerr.ErrorForCode(cresp.Results[0].ErrorCode), "round %d: create on broker %d", round, writer)
+		require.Equal(t, 1, describe(reader, topic), "round %d: created through broker %d, described through broker %d", round, writer, reader)
+
+		writer = reader
+		reader = other(writer, round)
+		da := kmsg.NewPtrDeleteACLsRequest()
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourceName, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.StringPtr(topic), kmsg.ACLResourcePatternTypeLiteral
+		f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		da.Filters = append(da.Filters, f)
+		dresp := r.ask(t, writer, da).(*kmsg.DeleteACLsResponse)
+		require.NoError(t, kerr.ErrorForCode(dresp.Results[0].ErrorCode), "round %d: delete on broker %d", round, writer)
+		require.Len(t, dresp.Results[0].MatchingACLs, 1, "round %d", round)
+		require.Zero(t, describe(reader, topic), "round %d: deleted through broker %d, described through broker %d", round, writer, reader)
+	}
+	t.Logf("%d rounds of create and delete in %v", rywRounds(), time.Since(start))
+}
+
+// TestReadYourWritesQuotasAndCredentials: a client quota and a SCRAM
+// credential set through one broker are at once described by another.
+func TestReadYourWritesQuotasAndCredentials(t *testing.T) {
+	r := startRYW(t)
+	ctrl := r.controller(t)
+	start := time.Now()
+	for round := range rywRounds() {
+		user := fmt.Sprintf("ryw-%d", round)
+		writer := int32(round % 3)
+		reader := other(writer, round/3)
+
+		aq := kmsg.NewPtrAlterClientQuotasRequest()
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+		ent.Type, ent.Name = "user", kmsg.StringPtr(user)
+		e.Entity = append(e.Entity, ent)
+		op := kmsg.NewAlterClientQuotasRequestEntryOp()
+		op.Key, op.Value = "producer_byte_rate", float64(1000+round)
+		e.Ops = append(e.Ops, op)
+		aq.Entries = append(aq.Entries, e)
+		aresp := r.ask(t, writer, aq).(*kmsg.AlterClientQuotasResponse)
+		require.NoError(t, kerr.ErrorForCode(aresp.Entries[0].ErrorCode), "round %d: alter quota on broker %d", round, writer)
+		dq := kmsg.NewPtrDescribeClientQuotasRequest()
+		comp := kmsg.NewDescribeClientQuotasRequestComponent()
+		comp.EntityType, comp.MatchType, comp.Match = "user", 0, kmsg.StringPtr(user)
+		dq.Components, dq.Strict = append(dq.Components, comp), true
+		dqresp := r.ask(t, reader, dq).(*kmsg.DescribeClientQuotasResponse)
+		require.NoError(t, kerr.ErrorForCode(dqresp.ErrorCode), "round %d", round)
+		require.Len(t, dqresp.Entries, 1, "round %d: quota set through broker %d, described through broker %d", round, writer, reader)
+		require.Len(t, dqresp.Entries[0].Values, 1, "round %d", round)
+		require.Equal(t, float64(1000+round), dqresp.Entries[0].Values[0].Value, "round %d", round)
+
+		// AlterUserScramCredentials goes to the controller (as Kafka's).
+		writer = ctrl
+		reader = other(writer, round)
+		as := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		as.Upsertions = append(as.Upsertions, upsertion(user, 1, 4096))
+		asresp := r.ask(t, writer, as).(*kmsg.AlterUserSCRAMCredentialsResponse)
+		require.NoError(t, kerr.ErrorForCode(asresp.Results[0].ErrorCode), "round %d: alter credential on broker %d", round, writer)
+		ds := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		du := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()
+		du.Name = user
+		ds.Users = append(ds.Users, du)
+		dsresp := r.ask(t, reader, ds).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+		require.NoError(t, kerr.ErrorForCode(dsresp.ErrorCode), "round %d", round)
+		require.Len(t, dsresp.Results, 1)
+		require.NoError(t, kerr.ErrorForCode(dsresp.Results[0].ErrorCode), "round %d: credential set through broker %d, described through broker %d", round, writer, reader)
+		require.Len(t, dsresp.Results[0].CredentialInfos, 1, "round %d", round)
+	}
+	t.Logf("%d rounds of quota and credential in %v", rywRounds(), time.Since(start))
+}
