@@ -52,10 +52,16 @@
 // are told. A partition's later state change is one Multi: the epoch
 // check and a compare-and-set of its state node.
 //
-// # Synchronous view on the broker that made a change
+// # Read your writes through any broker
 //
-// CreateTopics, CreatePartitions and DeleteTopics answer once this
-// broker's cache shows the change (Kafka's DelayedCreatePartitions and
-// DelayedDeleteTopics); other brokers catch up as their UpdateMetadata
-// arrives, a moment later.
+// CreateTopics, CreatePartitions and DeleteTopics answer once every live
+// broker has answered the UpdateMetadata that carried the change (Kafka
+// waits for its own cache only: DelayedCreatePartitions,
+// DelayedDeleteTopics), or once the request's timeout passes
+// (REQUEST_TIMED_OUT). The controller numbers each broker's
+// UpdateMetadata requests of a term and records the last one answered
+// (applied.go); the channel sends one broker's requests in order, so an
+// admin change waits for the numbers its batch reached. A broker that
+// leaves the live set, or the end of the term, releases the wait. A
+// client that then asks any broker's Metadata sees the change.
 package controller
