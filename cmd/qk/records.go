@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/qk-project/qk/admin"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -140,10 +139,11 @@ With -f LAYOUT each record is read with franz-go's record reader
 				// auto.create.topics.enable allows it.
 				kgo.AllowAutoTopicCreation(),
 				kgo.ProduceRequestTimeout(p.conn.Timeout),
-				// A record that cannot be delivered (its topic missing
-				// and not created, no leader) fails instead of waiting
-				// forever.
-				kgo.RecordDeliveryTimeout(admin.Wait(p.conn.Timeout)),
+				// No RecordDeliveryTimeout: kgo measures it from the
+				// record's timestamp, so a --format json record with an
+				// old one would fail at once. A topic that is still
+				// missing fails after kgo's UnknownTopicRetries (4
+				// metadata refreshes, about a second).
 			}
 			if topic != "" {
 				opts = append(opts, kgo.DefaultProduceTopic(topic))
@@ -203,7 +203,7 @@ With -f LAYOUT each record is read with franz-go's record reader
 	}
 	p.conn.AddFlags(cmd.Flags())
 	f := cmd.Flags()
-	f.Lookup("timeout").Usage = "timeout of each request to the cluster (the Produce requests' timeout_ms); a record not delivered within it plus a margin (a tenth, at least 2s) fails"
+	f.Lookup("timeout").Usage = "timeout of each request to the cluster (also the Produce requests' timeout_ms)"
 	f.StringVar(&format, "format", "text", "input format: text (one value per line) or json (one record object per line)")
 	f.StringVarP(&keySep, "key-separator", "k", "", "text format: split each line at the first SEP into key and value")
 	f.StringVarP(&layout, "layout", "f", "", "read records with this franz-go record reader layout, e.g. '%k %v\\n' (not with --format json)")
