@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -63,7 +64,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		def = env
 	}
 	fs.StringSliceVarP(&o.Brokers, "brokers", "b", strings.Split(def, ","), "seed brokers host:port, comma separated (env QK_BROKERS)")
-	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "timeout of each request to the cluster")
+	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "timeout of each request to the cluster: the timeout_ms sent in CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords, ElectLeaders and partition reassignment requests, which the broker waits for the change to complete; the client waits a little longer for the answer")
 	fs.StringArrayVarP(&o.Settings, "client-set", "X", nil, "client setting key=value: client.id, dial.timeout, retries; TLS and SASL by librdkafka's or Java's names (security.protocol, sasl.mechanism, sasl.username, sasl.password, sasl.jaas.config, ssl.ca.location, ssl.certificate.location, ssl.key.location, ...)")
 	fs.StringVar(&o.Profile, "profile", os.Getenv(EnvProfile), "connection profile from $XDG_CONFIG_HOME/qk/qk.yaml (env QK_PROFILE; default: the file's current)")
 }
@@ -132,7 +133,13 @@ func (o *Options) kgoOpts() ([]kgo.Opt, error) {
 		kgo.SeedBrokers(o.Brokers...),
 		kgo.ClientID("qk"),
 		kgo.DialTimeout(o.Timeout),
+		// A request with a timeout_ms field is read until timeout_ms plus
+		// this overhead, any other until the overhead alone.
 		kgo.RequestTimeoutOverhead(o.Timeout),
+		// kgo stops retrying a request 30 s after its first try by
+		// default: a CreateTopics that ran 40 s and failed retriably
+		// (NOT_CONTROLLER) must still be retried within the wait.
+		kgo.RetryTimeout(Wait(o.Timeout)),
 	}
 	var sec Security
 	for _, kv := range o.Settings {
@@ -205,7 +212,9 @@ func (o *Options) Dial(ctx context.Context) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{Client: kadm.NewClient(cl), kgo: cl, brokers: o.Brokers, timeout: o.Timeout}
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(TimeoutMillis(o.Timeout))
+	c := &Client{Client: adm, kgo: cl, brokers: o.Brokers, timeout: o.Timeout}
 	pctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	if err := cl.Ping(pctx); err != nil {
@@ -218,9 +227,34 @@ func (o *Options) Dial(ctx context.Context) (*Client, error) {
 	return c, nil
 }
 
-// Context bounds one command's requests by the --timeout.
+// Context bounds one command's requests by Wait(--timeout): long enough
+// for the broker's answer to a request that it let run the whole
+// timeout_ms (a CreateTopics of 10,000 partitions).
 func (c *Client) Context(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.timeout)
+	return context.WithTimeout(ctx, Wait(c.timeout))
+}
+
+// TimeoutMillis is timeout as a request's timeout_ms field (kadm's
+// SetTimeoutMillis; kadm's own default is 15 s whatever --timeout says).
+// It is clamped to 1..MaxInt32 ms: 0 would ask the broker not to wait at
+// all, which --timeout never means.
+func TimeoutMillis(timeout time.Duration) int32 {
+	ms := timeout.Milliseconds()
+	switch {
+	case ms < 1:
+		return 1
+	case ms > math.MaxInt32:
+		return math.MaxInt32
+	}
+	return int32(ms)
+}
+
+// Wait is how long the client waits for the answer to a request sent
+// with timeout_ms = timeout: the timeout plus a margin (a tenth of it, at
+// least 2 s) for the broker's REQUEST_TIMED_OUT or late success to arrive,
+// so the client never gives up just before the broker answers.
+func Wait(timeout time.Duration) time.Duration {
+	return timeout + max(2*time.Second, timeout/10)
 }
 
 // Close closes the connection.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ElectionResult is one partition's answer to a leader election.
@@ -67,7 +68,7 @@ func (c *Client) ElectLeaders(ctx context.Context, unclean bool, set kadm.Topics
 	if unclean {
 		how, name = kadm.ElectLiveReplica, "UNCLEAN"
 	}
-	res, err := c.Client.ElectLeaders(ctx, how, set)
+	res, err := c.electLeaders(ctx, how, set)
 	if err != nil {
 		return nil, fmt.Errorf("elect leaders: %w", err)
 	}
@@ -97,6 +98,44 @@ func (c *Client) ElectLeaders(ctx context.Context, unclean bool, set kadm.Topics
 	})
 	if failed {
 		return out, ErrElectionFailed
+	}
+	return out, nil
+}
+
+// electLeaders is kadm's ElectLeaders with the request's timeout_ms set to
+// the client's --timeout: kadm leaves it at kmsg's default of 60 s, whatever
+// SetTimeoutMillis says, so the broker would give up at a time the user did
+// not choose.
+func (c *Client) electLeaders(ctx context.Context, how kadm.ElectLeadersHow, set kadm.TopicsSet) (kadm.ElectLeadersResults, error) {
+	req := kmsg.NewPtrElectLeadersRequest()
+	req.TimeoutMillis = TimeoutMillis(c.timeout)
+	req.ElectionType = int8(how)
+	for _, t := range set.IntoList() {
+		rt := kmsg.NewElectLeadersRequestTopic()
+		rt.Topic, rt.Partitions = t.Topic, t.Partitions
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, c.kgo)
+	if err != nil {
+		return nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	if resp.Version == 0 { // v0 has no election type: always preferred
+		how = kadm.ElectPreferredReplica
+	}
+	out := make(kadm.ElectLeadersResults, len(resp.Topics))
+	for _, t := range resp.Topics {
+		ps := make(map[int32]kadm.ElectLeadersResult, len(t.Partitions))
+		out[t.Topic] = ps
+		for _, p := range t.Partitions {
+			r := kadm.ElectLeadersResult{Topic: t.Topic, Partition: p.Partition, How: how, Err: kerr.ErrorForCode(p.ErrorCode)}
+			if p.ErrorMessage != nil {
+				r.ErrMessage = *p.ErrorMessage
+			}
+			ps[p.Partition] = r
+		}
 	}
 	return out, nil
 }

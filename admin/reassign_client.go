@@ -341,7 +341,7 @@ func (c *Client) ongoingReassignments(ctx context.Context, set kadm.TopicsSet) (
 		return map[TopicPartition]OngoingReassignment{}, nil // not "all"
 	}
 	req := kmsg.NewPtrListPartitionReassignmentsRequest()
-	req.TimeoutMillis = int32(c.timeout.Milliseconds())
+	req.TimeoutMillis = TimeoutMillis(c.timeout)
 	for _, t := range slices.Sorted(maps.Keys(set)) {
 		rt := kmsg.NewListPartitionReassignmentsRequestTopic()
 		rt.Topic = t

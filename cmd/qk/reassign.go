@@ -136,9 +136,10 @@ for log dir moves to begin; qk's request timeout is --request-timeout here.`,
 				return err
 			}
 			defer c.Close()
-			// Each action is bounded by the request timeout; execute and
-			// cancel may also wait --timeout for log dir moves to begin.
-			ctx, cancel := context.WithTimeout(cmd.Context(), conn.Timeout+moveTimeout)
+			// Each action is bounded by the wait for the request timeout
+			// (--request-timeout, sent as the requests' timeout_ms); execute
+			// and cancel may also wait --timeout for log dir moves to begin.
+			ctx, cancel := context.WithTimeout(cmd.Context(), admin.Wait(conn.Timeout)+moveTimeout)
 			defer cancel()
 			w := cmd.OutOrStdout()
 			switch action {

@@ -129,7 +129,22 @@ With -f LAYOUT each record is read with franz-go's record reader
 			} else if format != "json" && !cmd.Flags().Changed("layout") {
 				return errors.New("TOPIC is required, except with --format json or a -f layout with %t, where each record names its topic")
 			}
-			opts := []kgo.Opt{kgo.RecordPartitioner(recordPartitioner{kgo.StickyKeyPartitioner(nil)})}
+			if err := p.conn.Resolve(); err != nil {
+				return err
+			}
+			opts := []kgo.Opt{
+				kgo.RecordPartitioner(recordPartitioner{kgo.StickyKeyPartitioner(nil)}),
+				// As kafka-console-producer.sh and kcat do: a missing
+				// topic is created when the broker's
+				// auto.create.topics.enable allows it.
+				kgo.AllowAutoTopicCreation(),
+				kgo.ProduceRequestTimeout(p.conn.Timeout),
+				// No RecordDeliveryTimeout: kgo measures it from the
+				// record's timestamp, so a --format json record with an
+				// old one would fail at once. A topic that is still
+				// missing fails after kgo's UnknownTopicRetries (4
+				// metadata refreshes, about a second).
+			}
 			if topic != "" {
 				opts = append(opts, kgo.DefaultProduceTopic(topic))
 			}
@@ -188,6 +203,7 @@ With -f LAYOUT each record is read with franz-go's record reader
 	}
 	p.conn.AddFlags(cmd.Flags())
 	f := cmd.Flags()
+	f.Lookup("timeout").Usage = "timeout of each request to the cluster (also the Produce requests' timeout_ms)"
 	f.StringVar(&format, "format", "text", "input format: text (one value per line) or json (one record object per line)")
 	f.StringVarP(&keySep, "key-separator", "k", "", "text format: split each line at the first SEP into key and value")
 	f.StringVarP(&layout, "layout", "f", "", "read records with this franz-go record reader layout, e.g. '%k %v\\n' (not with --format json)")
@@ -215,7 +231,7 @@ func produceLayout(ctx context.Context, cl *kgo.Client, rr *kgo.RecordReader, to
 	var firstErr error
 	done := func(r *kgo.Record, err error) {
 		if err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+			firstErr = produceError(r.Topic, err)
 		}
 	}
 	for n := 1; ; n++ {
@@ -236,6 +252,31 @@ func produceLayout(ctx context.Context, cl *kgo.Client, rr *kgo.RecordReader, to
 		firstErr = err
 	}
 	return firstErr
+}
+
+// missingTopicError is a produce to a topic that does not exist and that
+// the broker did not create although asked to (Metadata
+// allow_auto_topic_creation): its auto.create.topics.enable is false, or
+// the topic was refused. Err is the client's error
+// (UNKNOWN_TOPIC_OR_PARTITION).
+type missingTopicError struct {
+	Topic string
+	Err   error
+}
+
+func (e *missingTopicError) Error() string {
+	return fmt.Sprintf("topic %q does not exist and the broker did not create it (auto.create.topics.enable=false?); create it with: qk topic create %s", e.Topic, e.Topic)
+}
+
+func (e *missingTopicError) Unwrap() error { return e.Err }
+
+// produceError is the error of a record that could not be produced to
+// topic: a missing topic says how to create it.
+func produceError(topic string, err error) error {
+	if errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID) {
+		return &missingTopicError{Topic: topic, Err: err}
+	}
+	return fmt.Errorf("produce to %s: %w", topic, err)
 }
 
 // stopOnBadInput ends a produce at a record it cannot read or route: the
@@ -279,7 +320,7 @@ func produce(ctx context.Context, cl *kgo.Client, in io.Reader, topic, format, k
 	)
 	done := func(r *kgo.Record, err error) {
 		if err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+			firstErr = produceError(r.Topic, err)
 		}
 	}
 	for sc.Scan() {
