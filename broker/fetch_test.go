@@ -204,3 +204,48 @@ func TestFetchMaxBytesAcrossPartitions(t *testing.T) {
 	require.Equal(t, seg0[:batchSize], resp.Topics[0].Partitions[0].RecordBatches)
 	require.Empty(t, resp.Topics[0].Partitions[1].RecordBatches)
 }
+
+// TestFetchLongPollAnsweredWhenTopicDeleted: a long poll waiting on a
+// partition is answered when the partition stops being hosted here
+// (topic deletion), not at its max_wait, as Kafka's stopReplicas
+// completes the delayed fetches of a partition it stops. Before, the
+// fetch waited its whole max_wait for a partition that was gone, and
+// every later request of its connection (a consumer's session-closing
+// fetch) behind it.
+func TestFetchLongPollAnsweredWhenTopicDeleted(t *testing.T) {
+	b := brokertest.StartBroker(t)
+	adm := newAdmin(t, b.Addr)
+	createTopic(t, adm, "doomed-poll", 1, nil)
+	c := dialRaw(t, b.Addr)
+	const maxWait = 60_000
+	c.writeFrame(c.request(fetchReq(12, "doomed-poll", [16]byte{}, 0, 1<<20, 1<<20, 1, maxWait)))
+	done := make(chan *kmsg.FetchResponse, 1)
+	go func() {
+		resp := kmsg.NewPtrFetchResponse()
+		body, err := c.readFrame()
+		if err == nil {
+			resp.Version = 12
+			err = resp.ReadFrom(body[5:])
+		}
+		if err != nil {
+			resp = nil
+		}
+		done <- resp
+	}()
+	waitFor(t, 10*time.Second, "the fetch to wait in the purgatory", func() bool {
+		return b.FetchPurgatory().Delayed() == 1
+	})
+	start := time.Now()
+	resp, err := adm.DeleteTopics(testCtx(t), "doomed-poll")
+	require.NoError(t, err)
+	require.NoError(t, resp.Error())
+	select {
+	case r := <-done:
+		require.NotNil(t, r, "no answer within the connection's read deadline")
+		require.Len(t, r.Topics, 1)
+		require.NotZero(t, r.Topics[0].Partitions[0].ErrorCode, "the partition is gone: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+		require.Less(t, time.Since(start), 10*time.Second)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the long poll was not answered when its topic was deleted (max wait %d ms)", maxWait)
+	}
+}

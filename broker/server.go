@@ -514,6 +514,7 @@ func (s *Server) Start() (err error) {
 		MaxConnectionCreationRate:    creationRate(cfg.MaxConnectionCreationRate),
 		QueuedMaxRequestBytes:        cfg.QueuedMaxRequestBytes,
 		RequestReadTimeout:           readTimeout(cfg.SocketRequestReadTimeoutMs),
+		RequestTimeout:               readTimeout(int64(cfg.RequestTimeoutMs)),
 		Logger:                       s.lg,
 		OnComplete:                   onComplete,
 	}, network.HandlerFunc(s.Handle))

@@ -321,6 +321,32 @@ func (b *broker) cleanShutdownMarker() bool {
 	return err == nil
 }
 
+// overdueLine is the network watchdog's Warn line: a request neither
+// answered nor dropped with its connection request.timeout.ms (plus its
+// own wait) after it was read (broker/network/watchdog.go).
+const overdueLine = "request unanswered past request.timeout.ms"
+
+// checkAllAnswered fails t if the log of any start of b reports a request
+// left unanswered past request.timeout.ms: a stress test's clients may
+// time out and retry, so only the broker's own record says whether it
+// answered everything.
+func (b *broker) checkAllAnswered(t *testing.T) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(b.logDir, "broker-*.log"))
+	for _, path := range logs {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("read broker log: %v", err)
+			continue
+		}
+		for line := range strings.Lines(string(data)) {
+			if strings.Contains(line, overdueLine) {
+				t.Errorf("broker log %s: %s", path, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
 // log returns the log of the latest start.
 func (b *broker) log() string {
 	data, _ := os.ReadFile(b.logPath)

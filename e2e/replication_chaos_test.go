@@ -468,6 +468,11 @@ func TestReplicatedChaos(t *testing.T) {
 	hws := requireDelivered(t, bs[0].addr, topic, acked)
 	stopAll(t, bs)
 	requireReplicasMatch(t, bs, topic, hws)
+	// Brokers are killed, not paused: whoever lives answers every request
+	// it read (peers' fetches and produces included) in time.
+	for _, b := range bs {
+		b.checkAllAnswered(t)
+	}
 }
 
 // probeProduce sends one acks=all Produce of value to partition p of

@@ -136,6 +136,9 @@ func TestHostileSoak(t *testing.T) {
 
 	acked := p.finish()
 	cons.verify(t, acked, 30*time.Second)
+	// Every request of the producer, the consumer and the attackers that
+	// decoded was answered, or its connection closed, in time.
+	b.checkAllAnswered(t)
 
 	qp50, qp99 := percentile(quietLat, 50), percentile(quietLat, 99)
 	ap50, ap99 := percentile(attackLat, 50), percentile(attackLat, 99)

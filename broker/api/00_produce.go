@@ -74,6 +74,9 @@ import (
 func (h *Handler) handleProduce(c *call) {
 	req := c.req.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	// An acks=-1 produce may wait timeout_ms for its replicas: the
+	// watchdog counts only what is beyond (network/watchdog.go).
+	c.r.SetWait(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
 	snap := h.cfg.Cache.Snapshot()
 	anyErr := false
 	// Partitions whose flush.messages flush is still running answer once

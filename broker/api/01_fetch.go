@@ -156,6 +156,9 @@ func (h *Handler) handleFetch(c *call) {
 	if received.IsZero() {
 		received = h.now()
 	}
+	// A long poll waits max_wait_ms by design: the watchdog counts only
+	// what is beyond (network/watchdog.go).
+	c.r.SetWait(time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond)
 	wait := time.Duration(req.MaxWaitMillis)*time.Millisecond - h.now().Sub(received)
 	h.cfg.Fetches.TryCompleteElseWatch(f, wait, f.keys()...)
 }

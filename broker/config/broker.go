@@ -51,6 +51,7 @@ type Broker struct {
 	MaxConnectionCreationRate            int   `config:"max.connection.creation.rate"`
 	QueuedMaxRequestBytes                int64 `config:"queued.max.request.bytes"`
 	SocketRequestReadTimeoutMs           int64 `config:"qk.socket.request.read.timeout.ms"`
+	RequestTimeoutMs                     int   `config:"request.timeout.ms"`
 	MessageMaxBytes                      int   `config:"message.max.bytes"`
 	FetchMaxBytes                        int   `config:"fetch.max.bytes"`
 	MaxIncrementalFetchSessions          int   `config:"max.incremental.fetch.session.cache.slots"`

@@ -261,6 +261,7 @@ func TestAdminHTTP(t *testing.T) {
 	idle := mustValue(t, fams, "kafka_network_socketserver_networkprocessoravgidlepercent")
 	require.True(t, idle >= 0 && idle <= 1, "idle ratio %v", idle)
 	mustValue(t, fams, "kafka_network_requestchannel_requestqueuesize")
+	require.Equal(t, 0.0, mustValue(t, fams, "qk_network_requests_overdue_total"), "every request answered in time")
 	mustValue(t, fams, "kafka_server_replicamanager_isrshrinks_total")
 	mustValue(t, fams, "kafka_server_replicamanager_isrexpands_total")
 	active := 0.0

@@ -132,6 +132,8 @@ var (
 		"Fraction (0-1) of the time the network processors spent waiting for events since the previous scrape.", nil, nil)
 	descQueue = prometheus.NewDesc("kafka_network_requestchannel_requestqueuesize",
 		"Requests read and waiting for a handler.", nil, nil)
+	descOverdue = prometheus.NewDesc("qk_network_requests_overdue_total",
+		"Requests found neither answered nor dropped with their connection request.timeout.ms (plus a fetch's max_wait_ms or a produce's timeout_ms) after they were read, each counted once; each is also logged at WARN. Anything but 0 is a broker bug or a broker too overloaded for its clients.", nil, nil)
 )
 
 // collector computes the gauges at scrape time from the broker's state.
@@ -146,7 +148,7 @@ type collector struct {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBytesIn, descMessagesIn, descBytesOut, descUnderReplicated,
 		descUnderMinISR, descAtMinISR, descPartitions, descLeaders, descOfflineReplicas, descISRShrinks,
-		descISRExpands, descOffline, descActiveController, descLogSize, descPurgatory, descDelayed, descIdle, descQueue} {
+		descISRExpands, descOffline, descActiveController, descLogSize, descPurgatory, descDelayed, descIdle, descQueue, descOverdue} {
 		ch <- d
 	}
 }
@@ -217,6 +219,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		l := st.Network.Load()
 		gauge(descQueue, float64(l.RequestQueueSize))
 		gauge(descIdle, c.idleRatio(l))
+		counter(descOverdue, l.RequestsOverdue)
 	}
 }
 

@@ -24,6 +24,8 @@ const (
 	// DefaultRequestReadTimeout is qk.socket.request.read.timeout.ms: qk's,
 	// Kafka has no such limit.
 	DefaultRequestReadTimeout = time.Minute
+	// DefaultRequestTimeout is request.timeout.ms's default (Kafka's).
+	DefaultRequestTimeout = 30 * time.Second
 	// DefaultQuotaWindowNum and DefaultQuotaWindowSize are Kafka's
 	// quota.window.num and quota.window.size.seconds, the sliding window
 	// of MaxConnectionCreationRate.
@@ -133,6 +135,13 @@ type Config struct {
 	// memory bound) does not count. 0 means the default; negative
 	// disables.
 	RequestReadTimeout time.Duration
+	// RequestTimeout is request.timeout.ms: a request neither answered nor
+	// dropped with its connection this long after it was read, plus the
+	// wait it asks for itself (Request.SetWait), is logged at Warn once and
+	// counted in Stats.RequestsOverdue (the watchdog, watchdog.go). It
+	// changes nothing for the request. 0 means DefaultRequestTimeout;
+	// negative disables.
+	RequestTimeout time.Duration
 	// TLSHandshakeTimeout bounds the TLS handshake of a connection to a
 	// TLS listener; a client that has not finished it in time is closed.
 	// 0 means DefaultTLSHandshakeTimeout.
@@ -216,6 +225,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.RequestReadTimeout == 0 {
 		cfg.RequestReadTimeout = DefaultRequestReadTimeout
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	if cfg.ConnectionsMaxIdle == 0 {
 		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle

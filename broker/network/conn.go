@@ -61,11 +61,14 @@ type conn struct {
 
 	// ordering: requests are numbered in read order; completions wait in
 	// ring (indexed by seq mod len) until every earlier one has been taken.
-	nextSeq  uint64     // seq of the next request read
-	sendSeq  uint64     // seq of the next completion to take from ring
-	ring     []*Request // len = MaxInFlightPerConnection
-	inFlight int        // read, and response not yet fully written
-	closing  bool       // CloseConnection reached: no more reads; close once written
+	nextSeq uint64     // seq of the next request read
+	sendSeq uint64     // seq of the next completion to take from ring
+	ring    []*Request // len = MaxInFlightPerConnection
+	// issued holds, at seq mod len, every request read and not yet taken
+	// from ring (answered in order or dropped): the watchdog's view.
+	issued   []*Request
+	inFlight int  // read, and response not yet fully written
+	closing  bool // CloseConnection reached: no more reads; close once written
 
 	// write side
 	writable bool  // no write has hit EAGAIN since the last EPOLLOUT
@@ -202,6 +205,14 @@ func (t *turnstile) leave(seq uint64) *Request {
 // close marks the connection gone and returns every parked request for the
 // caller to drop; requests popped afterwards run at once (their responses
 // are dropped by the closed connection).
+// nextSeq is the seq of the request whose Handle runs or may run next:
+// every earlier one has returned from Handle.
+func (t *turnstile) nextSeq() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.next
+}
+
 func (t *turnstile) close() []*Request {
 	t.mu.Lock()
 	defer t.mu.Unlock()

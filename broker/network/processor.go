@@ -92,6 +92,8 @@ type processor struct {
 	draining bool // graceful shutdown: no more reads
 	now      time.Time
 	nextIdle time.Time
+	// nextWatch is when the watchdog scans next (zero: off).
+	nextWatch time.Time
 	// throttled are the connections muted for a quota (Request.SetThrottle)
 	// and throttleEnd the earliest of their ends; wakeAt is the deadline
 	// of the current wait (pollTimeout).
@@ -330,6 +332,12 @@ func (p *processor) run() {
 	if every > 0 {
 		p.nextIdle = p.now.Add(every)
 	}
+	requestTimeout := p.srv.cfg.RequestTimeout
+	var watchEvery time.Duration
+	if requestTimeout > 0 {
+		watchEvery = watchInterval(requestTimeout)
+		p.nextWatch = p.now.Add(watchEvery)
+	}
 	for {
 		n, err := p.wait(p.pollTimeout())
 		if err != nil && err != unix.EINTR {
@@ -379,6 +387,10 @@ func (p *processor) run() {
 			p.closeExpired(idle, readTimeout)
 			p.nextIdle = p.now.Add(every)
 		}
+		if watchEvery > 0 && !p.now.Before(p.nextWatch) {
+			p.scanOverdue(requestTimeout)
+			p.nextWatch = p.now.Add(watchEvery)
+		}
 		if p.draining && len(p.conns) == 0 {
 			return
 		}
@@ -399,6 +411,9 @@ func (p *processor) pollTimeout() int {
 		return 0
 	}
 	p.wakeAt = p.nextIdle
+	if !p.nextWatch.IsZero() && (p.wakeAt.IsZero() || p.nextWatch.Before(p.wakeAt)) {
+		p.wakeAt = p.nextWatch
+	}
 	if len(p.throttled) > 0 && (p.wakeAt.IsZero() || p.throttleEnd.Before(p.wakeAt)) {
 		p.wakeAt = p.throttleEnd
 	}
@@ -474,6 +489,7 @@ func (p *processor) register(c *conn) {
 	}
 	c.p = p
 	c.ring = make([]*Request, p.srv.cfg.MaxInFlightPerConnection)
+	c.issued = make([]*Request, p.srv.cfg.MaxInFlightPerConnection)
 	c.opened, c.lastActive = p.now, p.now
 	// A new socket may already hold data: edge-triggered epoll reports it on
 	// registration, but reading once costs at most an EAGAIN.
@@ -734,6 +750,7 @@ func (p *processor) frameDone(c *conn) {
 		c.lastClientID = r.ClientID
 	}
 	r.seq = c.nextSeq
+	c.issued[r.seq%uint64(len(c.issued))] = r
 	c.nextSeq++
 	c.inFlight++
 	c.requests.Add(1)
@@ -772,6 +789,7 @@ func (p *processor) deliver(r *Request) {
 			break
 		}
 		c.ring[i] = nil
+		c.issued[i] = nil
 		c.sendSeq++
 		if c.closing {
 			c.inFlight--
@@ -1080,6 +1098,7 @@ func (p *processor) closeConn(c *conn, reason string, err error) {
 			c.ring[i] = nil
 		}
 	}
+	clear(c.issued)
 	for i := c.segHead; i < len(c.segs); i++ {
 		if r := c.segs[i].r; r != nil {
 			r.release(ErrConnectionClosed)

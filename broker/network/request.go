@@ -96,7 +96,11 @@ type Request struct {
 	mem  int32
 	resp *Response
 	kind completion
-	size [4]byte // size prefix of the response
+	// overdue: the watchdog has reported it (owned by the processor).
+	overdue bool
+	// waitMs is the wait the request asks for (SetWait), for the watchdog.
+	waitMs atomic.Int32
+	size   [4]byte // size prefix of the response
 }
 
 // RawFrameApiKey is the ApiKey of a frame read while the connection is in

@@ -45,6 +45,9 @@ type Server struct {
 	mem       atomic.Int64
 	memMutedN atomic.Int32
 
+	// overdue counts the requests the watchdog reported (watchdog.go).
+	overdue atomic.Uint64
+
 	wg             sync.WaitGroup // every goroutine of the server
 	acceptWG       sync.WaitGroup // acceptors
 	handlersLeft   atomic.Int32

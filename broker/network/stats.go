@@ -20,6 +20,10 @@ type Stats struct {
 	// WritesBlocked counts writes that found a socket's send buffer full and
 	// waited for EPOLLOUT: slow readers, or large responses.
 	WritesBlocked uint64
+	// RequestsOverdue counts the requests left unanswered past their
+	// limit (Config.RequestTimeout plus the request's own wait), each
+	// counted and logged once (see watchdog.go).
+	RequestsOverdue uint64
 	// RequestQueueSize is the number of requests waiting for a handler.
 	RequestQueueSize int
 	// Connections lists the open connections, by ID.
@@ -71,6 +75,7 @@ func (s *Server) Stats() Stats {
 		p.statsMu.Unlock()
 		st.WritesBlocked += p.writesBlocked.Load()
 	}
+	st.RequestsOverdue = s.overdue.Load()
 	if q != nil {
 		st.RequestQueueSize = q.len()
 	}
@@ -97,6 +102,8 @@ type Load struct {
 	Idle time.Duration
 	// RequestQueueSize is the number of requests waiting for a handler.
 	RequestQueueSize int
+	// RequestsOverdue is Stats.RequestsOverdue.
+	RequestsOverdue uint64
 }
 
 // Load returns the processors' idle time and the request queue's length.
@@ -118,5 +125,6 @@ func (s *Server) Load() Load {
 	if q != nil {
 		l.RequestQueueSize = q.len()
 	}
+	l.RequestsOverdue = s.overdue.Load()
 	return l
 }

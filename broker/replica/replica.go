@@ -368,6 +368,16 @@ func (m *Manager) StopReplica(topic string, partition int32, deleteLog bool) err
 	delete(m.offline, tp)
 	m.hasOffline.Store(len(m.offline) > 0)
 	m.mu.Unlock()
+	if ok {
+		// No longer led here: the fetches and acks=-1 produces waiting on
+		// the partition are answered now (NOT_LEADER_OR_FOLLOWER, or the
+		// fetch's other partitions), not at their timeouts, as Kafka's
+		// stopReplicas completes them (completeDelayedFetchOrProduceRequests).
+		p.mu.Lock()
+		p.leader = -1
+		p.mu.Unlock()
+		m.cfg.OnHighWatermark(topic, partition)
+	}
 	if !ok && !deleteLog {
 		return nil
 	}
