@@ -74,10 +74,21 @@ import (
 func (h *Handler) handleProduce(c *call) {
 	req := c.req.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	// An acks=-1 produce may wait timeout_ms for its replicas: the
-	// watchdog counts only what is beyond (network/watchdog.go).
-	c.r.SetWait(time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond)
 	snap := h.cfg.Cache.Snapshot()
+	if !c.detached && c.version < 13 && h.broker().AutoCreateTopicsEnable && produceWouldCreate(snap, req.Topics) {
+		// Auto-creation waits for the controller: not on a handler
+		// goroutine.
+		c.detach((*Handler).handleProduce)
+		return
+	}
+	// An acks=-1 produce may wait timeout_ms for its replicas (after as
+	// long again for a topic's creation): the watchdog counts only what
+	// is beyond (network/watchdog.go).
+	wait := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
+	if c.detached {
+		wait *= 2
+	}
+	c.r.SetWait(wait)
 	anyErr := false
 	// Partitions whose flush.messages flush is still running answer once
 	// it completes (group commit, see log.Log.AppendAsync); the response
@@ -431,4 +442,15 @@ func convertCompression(b record.Batch, compressionType string) ([]byte, error) 
 		record.Batch(out).SetLogAppendTime(b.MaxTimestamp())
 	}
 	return out, nil
+}
+
+// produceWouldCreate reports whether a produce names (by name, before
+// v13) a topic the snapshot lacks, which auto-creation would then create.
+func produceWouldCreate(snap *controller.Snapshot, topics []kmsg.ProduceRequestTopic) bool {
+	for _, rt := range topics {
+		if _, ok := snap.Topics[rt.Topic]; !ok {
+			return true
+		}
+	}
+	return false
 }

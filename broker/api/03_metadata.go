@@ -76,6 +76,11 @@ func (h *Handler) handleMetadata(c *call) {
 	}
 
 	allowAuto := (c.version < 4 || req.AllowAutoTopicCreation) && h.broker().AutoCreateTopicsEnable
+	if allowAuto && !c.detached && wouldCreate(snap, req.Topics) {
+		// The creation waits for the controller: not on a handler goroutine.
+		c.detach((*Handler).handleMetadata)
+		return
+	}
 	seen := map[string]bool{}
 	for _, rt := range req.Topics {
 		if rt.Topic == nil || *rt.Topic == "" && c.version >= 12 {
@@ -227,4 +232,17 @@ func metadataTopic(snap *controller.Snapshot, t *controller.Topic, includeOps bo
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// wouldCreate reports whether a Metadata request names a topic the
+// snapshot lacks, which auto-creation would then create.
+func wouldCreate(snap *controller.Snapshot, topics []kmsg.MetadataRequestTopic) bool {
+	for _, rt := range topics {
+		if rt.Topic != nil && *rt.Topic != "" {
+			if _, ok := snap.Topics[*rt.Topic]; !ok {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,6 +121,8 @@ type call struct {
 	req     kmsg.Request
 	// flexibleResp: the response header is v1 (with tagged fields).
 	flexibleResp bool
+	// detached: the handler runs on its own goroutine (detach).
+	detached bool
 
 	// Client quotas (quota.go). start is when Handle began, set only
 	// when the request quota applies; handled is the time Handle took
@@ -201,8 +205,41 @@ func (h *Handler) Handle(r *network.Request) {
 	c := &call{h: h, r: r, key: r.ApiKey, version: r.ApiVersion, req: req,
 		flexibleResp: req.IsFlexible() && r.ApiKey != apiKeyApiVersions}
 	c.startQuota(a)
+	if a.waits {
+		c.detach(a.handle)
+		return
+	}
 	a.handle(h, c)
 	c.endHandle()
+}
+
+// detach runs handle on a goroutine of its own and returns at once, so
+// that a request that may wait (on the store, the controller, other
+// brokers) holds no handler goroutine while it does: Kafka parks such
+// requests in its topic purgatory for the same reason. A request with a
+// timeout_ms tells the watchdog it may wait that long. The request quota
+// charges the dispatch, not the wait, as Kafka charges handler-thread
+// time. A panic closes the connection, as one on a handler goroutine
+// does (network.Server.handleOne).
+func (c *call) detach(handle func(*Handler, *call)) {
+	wait := defaultWait
+	if t, ok := c.req.(kmsg.TimeoutRequest); ok && t.Timeout() > 0 {
+		wait = time.Duration(t.Timeout()) * time.Millisecond
+	}
+	c.r.SetWait(wait)
+	c.detached = true
+	c.endHandle()
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				c.h.lg.Error("handler panicked; closing the connection", "api", kmsg.NameForKey(c.key),
+					"api_version", c.version, "remote", addr(c.r), "client_id", clientID(c.r),
+					"err", fmt.Errorf("panic: %v", v), "stack", string(debug.Stack()))
+				c.r.CloseConnection()
+			}
+		}()
+		handle(c.h, c)
+	}()
 }
 
 const (
@@ -242,9 +279,13 @@ func (c *call) respond(resp kmsg.Response) {
 	})
 }
 
+// defaultWait bounds the store operations and waits of a request that
+// has no timeout_ms of its own.
+const defaultWait = 30 * time.Second
+
 // ctx is the context of store operations made for a request.
 func (c *call) ctx(timeoutMs int32) (context.Context, context.CancelFunc) {
-	d := 30 * time.Second
+	d := defaultWait
 	if timeoutMs > 0 {
 		d = time.Duration(timeoutMs) * time.Millisecond
 	}

@@ -63,6 +63,21 @@
 // answers the others at max_wait with what there is. Shutting the
 // purgatory down answers every waiting fetch at once.
 //
+// # Requests that wait
+//
+// A handler runs on one of the num.io.threads handler goroutines, which
+// every client of the broker shares. Requests that may wait (the admin
+// APIs marked waits in handlers.go: topic creation and deletion waiting
+// for every broker's metadata, elections, store round trips that hang
+// while ZooKeeper is away; Metadata and Produce when they auto-create a
+// topic) run on a goroutine of their own instead (call.detach), as
+// Kafka parks them in its topic purgatory: a few of them waiting must not
+// leave other clients' fetches and heartbeats queued behind them. That
+// was the cause of a consumer's Close waiting minutes for its last Fetch
+// on a busy cluster (issue 19; e2e TestAdminWaitsDoNotStallClients).
+// Such a request's response still leaves in its connection's order; the
+// connection's next request is handled meanwhile.
+//
 // # Fetch sessions
 //
 // fetchsession.go keeps Kafka's fetch sessions (KIP-227): a cache of

@@ -14,6 +14,14 @@ type api struct {
 	// control: an inter-broker request from the controller, served on
 	// the inter-broker listener only and not advertised in ApiVersions.
 	control bool
+	// waits: the handler may wait on the metadata store, the controller
+	// or other brokers (a topic's creation reaching every broker, an
+	// election, a store round trip while ZooKeeper is away), for up to
+	// the request's timeout. It runs on a goroutine of its own, so that
+	// it holds none of the num.io.threads handler goroutines: a few such
+	// waits must not stall every other client of the broker (issue 19).
+	// Kafka gets the same with its topic purgatory.
+	waits bool
 }
 
 // apis is the one table that drives both dispatch (Handle) and the
@@ -33,7 +41,7 @@ var apis = []api{
 	{key: 7, min: 1, max: 3, handle: (*Handler).handleControl, control: true},
 	{key: 8, min: 0, max: 10, handle: (*Handler).handleOffsetCommit},
 	{key: 9, min: 0, max: 10, handle: (*Handler).handleOffsetFetch},
-	{key: 10, min: 0, max: 6, handle: (*Handler).handleFindCoordinator},
+	{key: 10, min: 0, max: 6, handle: (*Handler).handleFindCoordinator, waits: true},
 	{key: 11, min: 0, max: 9, handle: (*Handler).handleJoinGroup},
 	{key: 12, min: 0, max: 4, handle: (*Handler).handleHeartbeat},
 	{key: 13, min: 0, max: 5, handle: (*Handler).handleLeaveGroup},
@@ -42,29 +50,29 @@ var apis = []api{
 	{key: 16, min: 0, max: 5, handle: (*Handler).handleListGroups},
 	{key: 17, min: 0, max: 1, handle: (*Handler).handleSaslHandshake},
 	{key: 18, min: 0, max: 5, handle: (*Handler).handleApiVersions},
-	{key: 19, min: 0, max: 7, handle: (*Handler).handleCreateTopics},
-	{key: 20, min: 0, max: 6, handle: (*Handler).handleDeleteTopics},
-	{key: 21, min: 0, max: 2, handle: (*Handler).handleDeleteRecords},
-	{key: 22, min: 0, max: 5, handle: (*Handler).handleInitProducerID},
+	{key: 19, min: 0, max: 7, handle: (*Handler).handleCreateTopics, waits: true},
+	{key: 20, min: 0, max: 6, handle: (*Handler).handleDeleteTopics, waits: true},
+	{key: 21, min: 0, max: 2, handle: (*Handler).handleDeleteRecords, waits: true},
+	{key: 22, min: 0, max: 5, handle: (*Handler).handleInitProducerID, waits: true},
 	{key: 23, min: 0, max: 4, handle: (*Handler).handleOffsetForLeaderEpoch},
-	{key: 29, min: 0, max: 3, handle: (*Handler).handleDescribeACLs},
-	{key: 30, min: 0, max: 3, handle: (*Handler).handleCreateACLs},
-	{key: 31, min: 0, max: 3, handle: (*Handler).handleDeleteACLs},
-	{key: 32, min: 0, max: 4, handle: (*Handler).handleDescribeConfigs},
-	{key: 33, min: 0, max: 2, handle: (*Handler).handleAlterConfigs},
+	{key: 29, min: 0, max: 3, handle: (*Handler).handleDescribeACLs, waits: true},
+	{key: 30, min: 0, max: 3, handle: (*Handler).handleCreateACLs, waits: true},
+	{key: 31, min: 0, max: 3, handle: (*Handler).handleDeleteACLs, waits: true},
+	{key: 32, min: 0, max: 4, handle: (*Handler).handleDescribeConfigs, waits: true},
+	{key: 33, min: 0, max: 2, handle: (*Handler).handleAlterConfigs, waits: true},
 	{key: 35, min: 0, max: 5, handle: (*Handler).handleDescribeLogDirs},
 	{key: 36, min: 0, max: 2, handle: (*Handler).handleSaslAuthenticate},
-	{key: 37, min: 0, max: 3, handle: (*Handler).handleCreatePartitions},
+	{key: 37, min: 0, max: 3, handle: (*Handler).handleCreatePartitions, waits: true},
 	{key: 42, min: 0, max: 3, handle: (*Handler).handleDeleteGroups},
-	{key: 43, min: 0, max: 2, handle: (*Handler).handleElectLeaders},
-	{key: 44, min: 0, max: 1, handle: (*Handler).handleIncrementalAlterConfigs},
-	{key: 45, min: 0, max: 1, handle: (*Handler).handleAlterPartitionReassignments},
-	{key: 46, min: 0, max: 0, handle: (*Handler).handleListPartitionReassignments},
+	{key: 43, min: 0, max: 2, handle: (*Handler).handleElectLeaders, waits: true},
+	{key: 44, min: 0, max: 1, handle: (*Handler).handleIncrementalAlterConfigs, waits: true},
+	{key: 45, min: 0, max: 1, handle: (*Handler).handleAlterPartitionReassignments, waits: true},
+	{key: 46, min: 0, max: 0, handle: (*Handler).handleListPartitionReassignments, waits: true},
 	{key: 47, min: 0, max: 0, handle: (*Handler).handleOffsetDelete},
-	{key: 48, min: 0, max: 1, handle: (*Handler).handleDescribeClientQuotas},
-	{key: 49, min: 0, max: 1, handle: (*Handler).handleAlterClientQuotas},
-	{key: 50, min: 0, max: 0, handle: (*Handler).handleDescribeUserScramCredentials},
-	{key: 51, min: 0, max: 0, handle: (*Handler).handleAlterUserScramCredentials},
+	{key: 48, min: 0, max: 1, handle: (*Handler).handleDescribeClientQuotas, waits: true},
+	{key: 49, min: 0, max: 1, handle: (*Handler).handleAlterClientQuotas, waits: true},
+	{key: 50, min: 0, max: 0, handle: (*Handler).handleDescribeUserScramCredentials, waits: true},
+	{key: 51, min: 0, max: 0, handle: (*Handler).handleAlterUserScramCredentials, waits: true},
 	{key: 56, min: 0, max: 3, handle: (*Handler).handleControl, control: true},
 	{key: 60, min: 0, max: 2, handle: (*Handler).handleDescribeCluster},
 }

@@ -109,6 +109,15 @@ func (b *Base) try() bool {
 	return true
 }
 
+// tryAndUnlock runs try with mu held and releases mu, also when
+// TryComplete panics: a panic recovered further up (a handler goroutine's
+// recover closes its connection) must not leave the operation locked, or
+// every later check of it would skip it and it could only expire.
+func (b *Base) tryAndUnlock() bool {
+	defer b.mu.Unlock()
+	return b.try()
+}
+
 // maybeTryComplete runs TryComplete unless another goroutine is already
 // running it, in which case that goroutine is told to run it again: a
 // CheckAndComplete never waits for another's check (nor can it deadlock
@@ -118,8 +127,7 @@ func (b *Base) maybeTryComplete() bool {
 	for !b.completed.Load() {
 		if b.mu.TryLock() {
 			b.pending.Store(false)
-			done := b.try()
-			b.mu.Unlock()
+			done := b.tryAndUnlock()
 			if done || !b.pending.Load() {
 				return done
 			}

@@ -129,21 +129,20 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, timeout time.Duration,
 
 	b.mu.Lock()
 	b.pending.Store(false)
-	if b.try() {
-		b.mu.Unlock()
+	if b.tryAndUnlock() {
 		return true
 	}
 	if timeout <= 0 || p.shutdown.Load() {
-		b.mu.Unlock()
 		b.expire()
 		return false
 	}
+	// Not on any list yet and no timer: nothing else checks it while
+	// the lock is down.
+	b.mu.Lock()
 	for _, k := range keys {
 		p.watch(k, b)
 	}
-	done := b.try()
-	b.mu.Unlock()
-	if done {
+	if b.tryAndUnlock() {
 		return true
 	}
 	if b.pending.Load() && b.maybeTryComplete() {

@@ -490,3 +490,32 @@ func BenchmarkWatchThenComplete(b *testing.B) {
 		p.CheckAndComplete(key)
 	}
 }
+
+// TestPanicInTryCompleteLeavesOperationUsable: a TryComplete that panics
+// inside a CheckAndComplete (recovered further up, as a handler
+// goroutine's recover does) does not leave the operation locked: the next
+// check completes it, rather than skipping it until it expires.
+func TestPanicInTryCompleteLeavesOperationUsable(t *testing.T) {
+	p := New[Key]("test")
+	key := Key{Topic: "t", Partition: 0}
+	var state atomic.Int32 // 0 not ready, 1 panics, 2 ready
+	op := newOp(func() bool {
+		switch state.Load() {
+		case 1:
+			panic("boom")
+		case 2:
+			return true
+		}
+		return false
+	})
+	require.False(t, p.TryCompleteElseWatch(op, time.Hour, key))
+	state.Store(1)
+	func() {
+		defer func() { require.Equal(t, "boom", recover()) }()
+		p.CheckAndComplete(key)
+	}()
+	state.Store(2)
+	require.Equal(t, 1, p.CheckAndComplete(key), "the operation is skipped after a panic in its check")
+	require.EqualValues(t, 1, op.completions.Load())
+	require.EqualValues(t, 0, op.expirations.Load())
+}
