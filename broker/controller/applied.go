@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"sync"
 )
 
@@ -29,12 +30,9 @@ type appliedBarrier struct {
 	want map[int32]uint64
 }
 
-func (a *applied) init() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.changed == nil {
-		a.sent, a.acked, a.changed = map[int32]uint64{}, map[int32]uint64{}, make(chan struct{})
-	}
+// newApplied returns the counts before any term.
+func newApplied() *applied {
+	return &applied{sent: map[int32]uint64{}, acked: map[int32]uint64{}, changed: make(chan struct{})}
 }
 
 // broadcast wakes the waiters; a.mu is held.
@@ -46,7 +44,6 @@ func (a *applied) broadcast() {
 // reset starts term gen: barriers of earlier terms are released (their
 // controller is gone; what it sent is the new controller's to resend).
 func (a *applied) reset(gen uint64) {
-	a.init()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.gen = gen
@@ -57,7 +54,6 @@ func (a *applied) reset(gen uint64) {
 
 // next numbers an UpdateMetadata queued to broker id in term gen.
 func (a *applied) next(gen uint64, id int32) uint64 {
-	a.init()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if gen != a.gen {
@@ -80,7 +76,6 @@ func (a *applied) ack(gen uint64, id int32, seq uint64) {
 
 // forget gives up on what broker id was sent: it left the live set.
 func (a *applied) forget(id int32) {
-	a.init()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.acked[id] = a.sent[id]
@@ -89,7 +84,6 @@ func (a *applied) forget(id int32) {
 
 // barrier is the sequence each of brokers has been sent so far.
 func (a *applied) barrier(gen uint64, brokers []int32) appliedBarrier {
-	a.init()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	b := appliedBarrier{gen: gen, want: map[int32]uint64{}}
@@ -107,18 +101,17 @@ func (a *applied) wait(ctx context.Context, b appliedBarrier) error {
 	if len(b.want) == 0 {
 		return nil
 	}
-	a.init()
+	// Brokers are dropped from want as they answer, so a wake-up looks
+	// only at those still behind.
+	want := maps.Clone(b.want)
 	for {
 		a.mu.Lock()
-		done := true
 		if a.gen == b.gen {
-			for id, s := range b.want {
-				if a.acked[id] < s {
-					done = false
-					break
-				}
-			}
+			maps.DeleteFunc(want, func(id int32, s uint64) bool { return a.acked[id] >= s })
+		} else {
+			clear(want) // the term ended
 		}
+		done := len(want) == 0
 		ch := a.changed
 		a.mu.Unlock()
 		if done {

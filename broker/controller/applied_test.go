@@ -17,19 +17,19 @@ func waitDone(a *applied, b appliedBarrier) bool {
 }
 
 func TestAppliedBarrier(t *testing.T) {
-	var a applied
+	a := newApplied()
 	a.reset(1)
-	require.True(t, waitDone(&a, a.barrier(1, []int32{0, 1})), "nothing sent: nothing to wait for")
+	require.True(t, waitDone(a, a.barrier(1, []int32{0, 1})), "nothing sent: nothing to wait for")
 
 	s0, s1 := a.next(1, 0), a.next(1, 1)
 	b := a.barrier(1, []int32{0, 1})
-	require.False(t, waitDone(&a, b))
+	require.False(t, waitDone(a, b))
 	a.ack(1, 0, s0)
-	require.False(t, waitDone(&a, b), "broker 1 has not answered")
+	require.False(t, waitDone(a, b), "broker 1 has not answered")
 	a.ack(2, 1, s1) // an answer of another term
-	require.False(t, waitDone(&a, b))
+	require.False(t, waitDone(a, b))
 	a.ack(1, 1, s1)
-	require.True(t, waitDone(&a, b))
+	require.True(t, waitDone(a, b))
 
 	// A later request's answer covers the earlier ones (one ordered queue
 	// per broker); a broker that leaves the live set releases the wait.
@@ -38,9 +38,9 @@ func TestAppliedBarrier(t *testing.T) {
 	a.next(1, 1)
 	b = a.barrier(1, []int32{0, 1})
 	a.ack(1, 0, s0)
-	require.False(t, waitDone(&a, b))
+	require.False(t, waitDone(a, b))
 	a.forget(1)
-	require.True(t, waitDone(&a, b))
+	require.True(t, waitDone(a, b))
 
 	// The end of the term releases every wait of it, and a wait wakes on
 	// the answer rather than polling.

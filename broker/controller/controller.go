@@ -106,7 +106,7 @@ type Controller struct {
 	deleted    broadcaster // a topic's deletion completed
 	// applied: which UpdateMetadata each broker has answered, for the
 	// topic admin APIs to answer once every live broker shows their change.
-	applied applied
+	applied *applied
 
 	qmu     sync.Mutex // guards queue
 	queue   []queued
@@ -142,7 +142,7 @@ func New(cfg Config) *Controller {
 		lg: cfg.Logger.With("component", "controller"), canHost: cfg.CanHost, rejoin: make(chan struct{}, 1),
 		newChannel: cfg.NewChannel, local: cfg.Local, listener: cfg.Listener,
 		uncleanDefault: cfg.UncleanLeaderElection, deleteEnabled: cfg.DeleteTopicEnable,
-		qnotify: make(chan struct{}, 1)}
+		qnotify: make(chan struct{}, 1), applied: newApplied()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c
 }
