@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/qk-project/qk/broker/api"
@@ -1001,6 +1002,17 @@ func (s *Server) shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// nextPort is addr with its port one higher (127.0.0.1:9645 for
+// 127.0.0.1:9644), for a suggestion.
+func nextPort(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	p, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || p <= 0 || p >= 65535 {
+		return "127.0.0.1:9645"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+1))
+}
+
 // startHTTP binds the admin HTTP server (qk.http.listener), before the
 // logs load so that /v1/health answers during start-up, and records the
 // address as qk.http.advertised.listener: the bound one, with the host of
@@ -1012,6 +1024,12 @@ func (s *Server) startHTTP() error {
 	}
 	if err := s.http.Start(); err != nil {
 		s.http = nil // nothing to close
+		if errors.Is(err, syscall.EADDRINUSE) {
+			// Most often a second broker on one host: each needs its own.
+			return fmt.Errorf("broker: admin http server: qk.http.listener=%s: %w; "+
+				"another broker on this host? give each broker its own, e.g. --set qk.http.listener=%s, "+
+				"or turn it off with --set qk.http.listener=", s.static.HTTPListener, err, nextPort(s.static.HTTPListener))
+		}
 		return fmt.Errorf("broker: admin http server: qk.http.listener=%s: %w", s.static.HTTPListener, err)
 	}
 	a := s.http.Addr()

@@ -177,3 +177,18 @@ func TestBrokerModesKeepApart(t *testing.T) {
 	_, err = os.Stat(filepath.Join(cluster, "__qk_metadata"))
 	require.ErrorIs(t, err, os.ErrNotExist, "the single broker opened no metadata store")
 }
+
+// TestBrokerHTTPListenerInUse: a second broker on a host whose
+// qk.http.listener is taken (by the first broker, at the default
+// 127.0.0.1:9644) is refused with the fix in the message.
+func TestBrokerHTTPListenerInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	taken := ln.Addr().String()
+	_, _, err = runQK(t, "broker", "start", "--set", "log.dirs="+t.TempDir(),
+		"--set", "listeners=PLAINTEXT://127.0.0.1:0", "--set", "qk.http.listener="+taken)
+	require.ErrorContains(t, err, "qk.http.listener="+taken)
+	require.ErrorContains(t, err, "another broker on this host? give each broker its own, e.g. --set qk.http.listener=127.0.0.1:")
+	require.ErrorContains(t, err, "or turn it off with --set qk.http.listener=")
+}
