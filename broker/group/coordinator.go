@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/record"
 	"github.com/qk-project/qk/broker/replica"
 )
@@ -244,7 +245,19 @@ func (c *Coordinator) load(partition, epoch int32) {
 		}
 		return g
 	}
-	n, err := c.replay(partition, func(k Key, value []byte) {
+	// Transactional offsets wait for their producer's marker:
+	// producer id -> group -> partition.
+	pending := map[int64]map[string]map[TopicPartition]pendingTxnOffset{}
+	onMarker := func(producerID int64, commit bool) {
+		if commit {
+			for id, offs := range pending[producerID] {
+				get(id).commitTxnOffsets(offs)
+			}
+		}
+		delete(pending, producerID)
+	}
+	n, err := c.replay(partition, onMarker, func(r replayed) {
+		k, value := r.key, r.value
 		switch {
 		case k.IsOffset():
 			tp := TopicPartition{Topic: k.Topic, Partition: k.Partition}
@@ -259,8 +272,21 @@ func (c *Coordinator) load(partition, epoch int32) {
 				c.lg.Warn("skipping offset record", "group", k.Group, "topic", k.Topic, "partition", k.Partition, "err", err)
 				return
 			}
-			get(k.Group).SetOffset(tp, Offset{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch, Metadata: v.Metadata,
-				CommitTimestamp: v.CommitTimestamp, ExpireTimestamp: v.ExpireTimestamp})
+			o := Offset{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch, Metadata: v.Metadata,
+				CommitTimestamp: v.CommitTimestamp, ExpireTimestamp: v.ExpireTimestamp}
+			if r.transactional {
+				byGroup := pending[r.producerID]
+				if byGroup == nil {
+					byGroup = map[string]map[TopicPartition]pendingTxnOffset{}
+					pending[r.producerID] = byGroup
+				}
+				if byGroup[k.Group] == nil {
+					byGroup[k.Group] = map[TopicPartition]pendingTxnOffset{}
+				}
+				byGroup[k.Group][tp] = pendingTxnOffset{offset: o, logOffset: r.offset}
+				return
+			}
+			get(k.Group).SetOffsetAt(tp, o, r.offset)
 		case k.IsGroup():
 			if value == nil {
 				delete(groups, k.Group)
@@ -283,6 +309,17 @@ func (c *Coordinator) load(partition, epoch int32) {
 	if err != nil {
 		c.lg.Error("cannot load offsets partition", "partition", partition, "err", err)
 	}
+	// Transactions still open at the end of the log keep their offsets
+	// pending until their markers come.
+	for producerID, byGroup := range pending {
+		for id, offs := range byGroup {
+			g := get(id)
+			if g.txnOffsets == nil {
+				g.txnOffsets = map[int64]map[TopicPartition]pendingTxnOffset{}
+			}
+			g.txnOffsets[producerID] = offs
+		}
+	}
 	for id, g := range groups {
 		if old, ok := c.groups[id]; ok {
 			c.unloadLocked(id, old)
@@ -296,8 +333,20 @@ func (c *Coordinator) load(partition, epoch int32) {
 		"took", time.Since(start).Round(time.Millisecond))
 }
 
-// replay calls fn for every record of the partition's log, in order.
-func (c *Coordinator) replay(partition int32, fn func(Key, []byte)) (int, error) {
+// replayed is one record of an offsets partition, read back.
+type replayed struct {
+	key    Key
+	value  []byte
+	offset int64
+	// transactional: the record is a TxnOffsetCommit's, of producerID,
+	// and counts only once its transaction's COMMIT marker follows.
+	transactional bool
+	producerID    int64
+}
+
+// replay calls fn for every data record of the partition's log, in
+// order, and onMarker for every transaction marker.
+func (c *Coordinator) replay(partition int32, onMarker func(producerID int64, commit bool), fn func(replayed)) (int, error) {
 	p, err := c.cfg.Replicas.Partition(Topic, partition)
 	if err != nil {
 		return 0, err
@@ -328,6 +377,23 @@ func (c *Coordinator) replay(partition int32, fn func(Key, []byte)) (int, error)
 			b := e.Batch
 			next = b.NextOffset()
 			if b.IsControl() {
+				if b.BaseOffset() < offset {
+					continue
+				}
+				err := b.Iterate(func(r *record.Record) error {
+					t, err := record.ParseControlKey(r.Key)
+					if err != nil {
+						c.lg.Warn("skipping control record with a bad key", "partition", partition, "offset", r.Offset(b), "err", err)
+						return nil
+					}
+					if t.IsTxnMarker() {
+						onMarker(b.ProducerID(), t == record.ControlCommit)
+					}
+					return nil
+				})
+				if err != nil {
+					return n, err
+				}
 				continue
 			}
 			err := b.Iterate(func(r *record.Record) error {
@@ -340,7 +406,8 @@ func (c *Coordinator) replay(partition int32, fn func(Key, []byte)) (int, error)
 					return nil
 				}
 				n++
-				fn(k, r.Value)
+				fn(replayed{key: k, value: r.Value, offset: r.Offset(b),
+					transactional: b.IsTransactional(), producerID: b.ProducerID()})
 				return nil
 			})
 			if err != nil {
@@ -454,24 +521,34 @@ func (c *Coordinator) appendLocked(partition int32, recs []kv) error {
 // appendLockedAt is appendLocked that returns the partition and the
 // offset its high watermark must reach for the batch to be committed.
 func (c *Coordinator) appendLockedAt(partition int32, recs []kv) (*replica.Partition, int64, error) {
-	p, err := c.cfg.Replicas.Partition(Topic, partition)
+	p, info, err := c.appendBatchLocked(partition, recs, record.DefaultBatchOptions())
 	if err != nil {
 		return nil, 0, err
 	}
-	b := record.NewBuilder(record.DefaultBatchOptions())
+	return p, info.LastOffset + 1, nil
+}
+
+// appendBatchLocked writes recs as one batch with opts (a transactional
+// producer's for TxnOffsetCommit) and returns where it went.
+func (c *Coordinator) appendBatchLocked(partition int32, recs []kv, opts record.BatchOptions) (*replica.Partition, log.AppendInfo, error) {
+	p, err := c.cfg.Replicas.Partition(Topic, partition)
+	if err != nil {
+		return nil, log.AppendInfo{}, err
+	}
+	b := record.NewBuilder(opts)
 	ts := c.now().UnixMilli()
 	for _, r := range recs {
 		b.Append(ts, r.key, r.value, nil)
 	}
 	batch, err := b.Build()
 	if err != nil {
-		return nil, 0, err
+		return nil, log.AppendInfo{}, err
 	}
 	info, err := p.AppendAsLeader(batch, -1)
 	if err != nil {
-		return nil, 0, err
+		return nil, log.AppendInfo{}, err
 	}
-	return p, info.LastOffset + 1, nil
+	return p, info, nil
 }
 
 // awaitCommitted waits, without the lock, until the ISR has a batch
@@ -531,7 +608,7 @@ func (c *Coordinator) Join(id string, req JoinRequest, cb func(JoinResult)) {
 // dropIfUnusedLocked forgets a group that a refused join created.
 func (c *Coordinator) dropIfUnusedLocked(id string, e *entry) {
 	g := e.g
-	if g.state == Empty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 {
+	if g.state == Empty && g.generation == 0 && len(g.members) == 0 && len(g.pending) == 0 && len(g.offsets) == 0 && len(g.txnOffsets) == 0 {
 		if e.timer != nil {
 			e.timer.Stop()
 		}
@@ -670,16 +747,19 @@ func (c *Coordinator) commitOffsets(id, member string, instance *string, generat
 	}
 	if len(recs) > 0 {
 		var err error
-		if p, required, err = c.appendLockedAt(e.partition, recs); err != nil {
+		var info log.AppendInfo
+		if p, info, err = c.appendBatchLocked(e.partition, recs, record.DefaultBatchOptions()); err != nil {
 			c.lg.Warn("offset commit not stored", "group", id, "err", err)
 			for _, i := range stored {
 				errs[i] = storeError(err)
 			}
 		} else {
+			required = info.LastOffset + 1
 			for j, i := range stored {
 				v, _ := ParseOffsetValue(recs[j].value)
-				e.g.SetOffset(commits[i].TopicPartition, Offset{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch,
-					Metadata: v.Metadata, CommitTimestamp: v.CommitTimestamp, ExpireTimestamp: v.ExpireTimestamp})
+				e.g.SetOffsetAt(commits[i].TopicPartition, Offset{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch,
+					Metadata: v.Metadata, CommitTimestamp: v.CommitTimestamp, ExpireTimestamp: v.ExpireTimestamp},
+					info.FirstOffset+int64(j))
 			}
 		}
 	}
@@ -920,6 +1000,9 @@ func (c *Coordinator) ExpireOffsets() {
 		}
 		var expired []TopicPartition
 		for tp, o := range g.offsets {
+			if g.UnstableOffset(tp) {
+				continue // a transaction's offset is pending: Kafka keeps it
+			}
 			base := o.CommitTimestamp
 			if g.protocolType != "" {
 				base = g.stateTime.UnixMilli()
@@ -930,7 +1013,7 @@ func (c *Coordinator) ExpireOffsets() {
 			}
 		}
 		recs := c.tombstones(id, g, expired)
-		dead := len(expired) == len(g.offsets)
+		dead := len(expired) == len(g.offsets) && len(g.txnOffsets) == 0
 		if dead {
 			recs = append(recs, kv{GroupKey(id).AppendTo(nil), nil})
 		}

@@ -203,6 +203,13 @@ type Group struct {
 	syncDeadline time.Time
 
 	offsets map[TopicPartition]Offset
+	// txnOffsets are TxnOffsetCommit offsets waiting for their
+	// transaction's marker, by producer id (txnoffsets.go).
+	txnOffsets map[int64]map[TopicPartition]pendingTxnOffset
+	// offsetAt is the log offset, in the offsets partition, of the
+	// record that carried each committed offset, where known
+	// (SetOffsetAt): a transaction's COMMIT replaces only older ones.
+	offsetAt map[TopicPartition]int64
 
 	dirty bool // the group's metadata changed and must be stored
 }
@@ -894,7 +901,10 @@ func (g *Group) Offsets() map[TopicPartition]Offset { return g.offsets }
 func (g *Group) SetOffset(tp TopicPartition, o Offset) { g.offsets[tp] = o }
 
 // DeleteOffset forgets an offset (after its tombstone was stored).
-func (g *Group) DeleteOffset(tp TopicPartition) { delete(g.offsets, tp) }
+func (g *Group) DeleteOffset(tp TopicPartition) {
+	delete(g.offsets, tp)
+	delete(g.offsetAt, tp)
+}
 
 // SetDead marks the group deleted.
 func (g *Group) SetDead(now time.Time) { g.transition(Dead, now) }
