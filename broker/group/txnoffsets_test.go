@@ -13,7 +13,9 @@ import (
 // them, ABORT drops them, and a pending partition is unstable.
 func TestTxnOffsets(t *testing.T) {
 	tp0, tp1 := TopicPartition{Topic: "in", Partition: 0}, TopicPartition{Topic: "in", Partition: 1}
-	off := func(o int64) Offset { return Offset{Offset: o, LeaderEpoch: -1, CommitTimestamp: o, ExpireTimestamp: -1} }
+	off := func(o int64) Offset {
+		return Offset{Offset: o, LeaderEpoch: -1, CommitTimestamp: o, ExpireTimestamp: -1}
+	}
 	newGroup := func() *Group { return New("g", Config{}, time.Unix(0, 0)) }
 
 	t.Run("commit", func(t *testing.T) {
