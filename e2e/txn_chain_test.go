@@ -1,0 +1,437 @@
+//go:build integration
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/qk-project/qk/internal/zktest"
+)
+
+// The transactional chain of issue 20: keyed records move from an input
+// topic through levels of topics, each level a consumer group of
+// transactional workers (franz-go GroupTransactSession: read_committed,
+// consume, produce and commit the offsets in one transaction) that join
+// and leave while the records flow. The checks are a database's:
+//   - every output holds every input key exactly once (an aborted record
+//     read by a read_committed consumer would be a duplicate, a lost
+//     commit a gap);
+//   - no worker's committed transaction consumed an offset another's
+//     committed transaction had already consumed;
+//   - at the end every partition's last stable offset is its high
+//     watermark (no transaction left hanging).
+
+// txnChain is one run of the chain.
+type txnChain struct {
+	t      *testing.T
+	addrs  []string
+	topics []string // topics[0] is the input; level i reads topics[i-1] and writes topics[i]
+	parts  int32
+	keys   int
+
+	errs chan error
+	mu   sync.Mutex
+	// seen is, per level, the (partition, offset) of the records read by
+	// committed transactions, with the worker that read it.
+	seen    []map[partOffset]string
+	workers [][]*txnWorker
+	nextID  atomic.Int32
+}
+
+type partOffset struct {
+	partition int32
+	offset    int64
+}
+
+// newTxnChain creates the chain's topics (RF 3, parts partitions) and
+// fills the input with keys records "0".."keys-1", idempotently with
+// acks=all.
+func newTxnChain(t *testing.T, addrs []string, levels int, parts int32, keys int) *txnChain {
+	t.Helper()
+	c := &txnChain{t: t, addrs: addrs, parts: parts, keys: keys, errs: make(chan error, 100)}
+	adm := kadm.NewClient(newPlainClient(t, addrs[0], kgo.SeedBrokers(addrs...)))
+	for i := 0; i <= levels; i++ {
+		name := fmt.Sprintf("chain-%d", i)
+		c.topics = append(c.topics, name)
+		resp, err := adm.CreateTopic(ctxFor(t, 30*time.Second), parts, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, name)
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		if i > 0 {
+			c.seen = append(c.seen, map[partOffset]string{})
+			c.workers = append(c.workers, nil)
+		}
+	}
+	cl := newPlainClient(t, addrs[0], kgo.SeedBrokers(addrs...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.DefaultProduceTopic(c.topics[0]), kgo.RecordRetries(1<<30), kgo.UnknownTopicRetries(-1))
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for k := range keys {
+		wg.Add(1)
+		cl.Produce(ctxFor(t, 2*time.Minute), &kgo.Record{Key: []byte(strconv.Itoa(k)), Value: []byte("v" + strconv.Itoa(k))},
+			func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.Store(err)
+				}
+				wg.Done()
+			})
+	}
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		t.Fatalf("fill %s: %v", c.topics[0], err)
+	}
+	return c
+}
+
+// txnWorker is one member of a level's group.
+type txnWorker struct {
+	id    string
+	level int // 1..levels
+	stop  chan struct{}
+	done  chan struct{}
+	txns  atomic.Int64 // committed transactions
+}
+
+// addWorker starts a worker on level (1-based).
+func (c *txnChain) addWorker(level int) *txnWorker {
+	w := &txnWorker{id: fmt.Sprintf("w%d-%d", level, c.nextID.Add(1)), level: level,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	c.mu.Lock()
+	c.workers[level-1] = append(c.workers[level-1], w)
+	c.mu.Unlock()
+	go c.run(w)
+	return w
+}
+
+// removeWorker stops the oldest worker of level, if it has more than one.
+func (c *txnChain) removeWorker(level int) {
+	c.mu.Lock()
+	ws := c.workers[level-1]
+	if len(ws) <= 1 {
+		c.mu.Unlock()
+		return
+	}
+	w := ws[0]
+	c.workers[level-1] = ws[1:]
+	c.mu.Unlock()
+	close(w.stop)
+	<-w.done
+}
+
+func (c *txnChain) fail(err error) {
+	select {
+	case c.errs <- err:
+	default:
+	}
+}
+
+func (c *txnChain) run(w *txnWorker) {
+	defer close(w.done)
+	in, out := c.topics[w.level-1], c.topics[w.level]
+	sess, err := kgo.NewGroupTransactSession(
+		kgo.SeedBrokers(c.addrs...),
+		kgo.TransactionalID("txn-"+w.id),
+		kgo.TransactionTimeout(20*time.Second),
+		kgo.ConsumerGroup("chain-level-"+strconv.Itoa(w.level)),
+		kgo.ConsumeTopics(in),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.SessionTimeout(10*time.Second),
+		kgo.RequireStableFetchOffsets(),
+		kgo.RecordRetries(1<<30),
+		kgo.UnknownTopicRetries(-1),
+		kgo.ClientID(w.id),
+	)
+	if err != nil {
+		c.fail(fmt.Errorf("%s: %v", w.id, err))
+		return
+	}
+	defer sess.Close()
+	for {
+		select {
+		case <-w.stop:
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		fetches := sess.PollFetches(ctx)
+		cancel()
+		if err := fetches.Err0(); errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			c.fail(fmt.Errorf("%s: begin: %v", w.id, err))
+			return
+		}
+		var read []partOffset
+		fetches.EachRecord(func(r *kgo.Record) {
+			read = append(read, partOffset{r.Partition, r.Offset})
+			sess.Produce(context.Background(), &kgo.Record{Topic: out, Key: slices.Clone(r.Key), Value: slices.Clone(r.Value)},
+				func(_ *kgo.Record, err error) {
+					if err != nil && !errors.Is(err, kgo.ErrAborting) {
+						c.fail(fmt.Errorf("%s: produce to %s: %v", w.id, out, err))
+					}
+				})
+		})
+		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		cancel()
+		if err != nil {
+			// kgo absorbs what a transactional client may retry; what
+			// comes out is fatal (fenced, or a broker answer it does not
+			// expect).
+			c.fail(fmt.Errorf("%s: end transaction: %v", w.id, err))
+			return
+		}
+		if !committed || len(read) == 0 {
+			continue
+		}
+		w.txns.Add(1)
+		c.mu.Lock()
+		for _, po := range read {
+			if other, dup := c.seen[w.level-1][po]; dup {
+				c.fail(fmt.Errorf("level %d: %s-%d offset %d consumed by committed transactions of %s and %s",
+					w.level, in, po.partition, po.offset, other, w.id))
+			}
+			c.seen[w.level-1][po] = w.id
+		}
+		c.mu.Unlock()
+	}
+}
+
+// consumed is how many input records the committed transactions of
+// level have read.
+func (c *txnChain) consumed(level int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen[level-1])
+}
+
+// checkErrs fails the test with the first error a worker reported.
+func (c *txnChain) checkErrs() {
+	c.t.Helper()
+	select {
+	case err := <-c.errs:
+		c.t.Fatal(err)
+	default:
+	}
+}
+
+// waitDone waits until every level has consumed all keys. A level reads
+// its input's records (not its markers): keys per level exactly.
+func (c *txnChain) waitDone(timeout time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		c.checkErrs()
+		done := true
+		var progress []int
+		for l := 1; l < len(c.topics); l++ {
+			n := c.consumed(l)
+			progress = append(progress, n)
+			if n < c.keys {
+				done = false
+			}
+			if n > c.keys {
+				c.t.Fatalf("level %d consumed %d records of %d", l, n, c.keys)
+			}
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the chain did not finish within %v: consumed per level %v of %d", timeout, progress, c.keys)
+		}
+		time.Sleep(100 * time.Millisecond) // polling interval
+	}
+}
+
+// stopWorkers stops every worker.
+func (c *txnChain) stopWorkers() {
+	c.mu.Lock()
+	var all []*txnWorker
+	for _, ws := range c.workers {
+		all = append(all, ws...)
+	}
+	c.mu.Unlock()
+	for _, w := range all {
+		close(w.stop)
+	}
+	for _, w := range all {
+		<-w.done
+	}
+}
+
+// verifyOutputs reads every level's output with a read_committed
+// consumer up to its end and requires each key exactly once; then that
+// each partition's last stable offset equals its high watermark.
+func (c *txnChain) verifyOutputs() {
+	c.t.Helper()
+	for l := 1; l < len(c.topics); l++ {
+		topic := c.topics[l]
+		cl := newPlainClient(c.t, c.addrs[0], kgo.SeedBrokers(c.addrs...), kgo.ConsumeTopics(topic),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		count := map[string]int{}
+		n := 0
+		deadline := time.Now().Add(time.Minute)
+		for n < c.keys && time.Now().Before(deadline) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			fs := cl.PollFetches(ctx)
+			cancel()
+			fs.EachRecord(func(r *kgo.Record) {
+				count[string(r.Key)]++
+				n++
+			})
+		}
+		// Anything beyond keys would be duplicates: read a little more.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { count[string(r.Key)]++; n++ })
+		cancel()
+		var missing, dups []string
+		for k := range c.keys {
+			switch count[strconv.Itoa(k)] {
+			case 1:
+			case 0:
+				missing = append(missing, strconv.Itoa(k))
+			default:
+				dups = append(dups, fmt.Sprintf("%d×%d", k, count[strconv.Itoa(k)]))
+			}
+		}
+		if len(missing) > 0 || len(dups) > 0 || n != c.keys {
+			c.t.Fatalf("%s read_committed: %d records for %d keys; missing %d %v; duplicated %d %v",
+				topic, n, c.keys, len(missing), head(missing, 20), len(dups), head(dups, 20))
+		}
+		c.t.Logf("%s: every one of %d keys exactly once (read_committed)", topic, c.keys)
+	}
+	c.requireStable()
+}
+
+// requireStable: for every partition of every chain topic, the last
+// stable offset (ListOffsets latest, read_committed) equals the high
+// watermark (read_uncommitted), so no transaction is left open.
+func (c *txnChain) requireStable() {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		hw, lso := c.ends(false), c.ends(true)
+		var stuck []string
+		for tp, h := range hw {
+			if lso[tp] != h {
+				stuck = append(stuck, fmt.Sprintf("%s-%d LSO %d HW %d", tp.Topic, tp.Partition, lso[tp], h))
+			}
+		}
+		if len(stuck) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("last stable offsets behind the high watermarks: %v", stuck)
+		}
+		time.Sleep(200 * time.Millisecond) // polling interval
+	}
+}
+
+type topicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// ends lists the end offsets of the chain's topics at an isolation level.
+func (c *txnChain) ends(committed bool) map[topicPartition]int64 {
+	c.t.Helper()
+	opts := []kgo.Opt{kgo.SeedBrokers(c.addrs...)}
+	if committed {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	adm := kadm.NewClient(newPlainClient(c.t, c.addrs[0], opts...))
+	listed, err := adm.ListEndOffsets(ctxFor(c.t, 10*time.Second), c.topics...)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		c.t.Fatalf("list end offsets: %v", err)
+	}
+	out := map[topicPartition]int64{}
+	listed.Each(func(o kadm.ListedOffset) { out[topicPartition{o.Topic, o.Partition}] = o.Offset })
+	return out
+}
+
+func head[T any](s []T, n int) []T { return s[:min(len(s), n)] }
+
+// requireTxnIndexesMatch compares the .txnindex files of every partition
+// of topics across the stopped brokers' data dirs: the same aborted
+// transactions on every replica.
+func requireTxnIndexesMatch(t *testing.T, bs []*broker, topics []string, parts int32) {
+	t.Helper()
+	for _, topic := range topics {
+		for p := range parts {
+			var ref []byte
+			for i, b := range bs {
+				dir := filepath.Join(b.dataDir, fmt.Sprintf("%s-%d", topic, p))
+				names, _ := filepath.Glob(filepath.Join(dir, "*.txnindex"))
+				slices.Sort(names)
+				var all []byte
+				for _, n := range names {
+					data, err := os.ReadFile(n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					all = append(all, data...)
+				}
+				if i == 0 {
+					ref = all
+				} else if !slices.Equal(all, ref) {
+					t.Fatalf("%s-%d: broker %d's .txnindex (%d bytes) differs from broker 0's (%d bytes)", topic, p, i, len(all), len(ref))
+				}
+			}
+		}
+	}
+}
+
+// TestTransactionalChains: three levels of transactional workers on 3
+// `qk broker start` processes on a real ZooKeeper, workers joining and
+// leaving while records flow; every output holds every key exactly once.
+func TestTransactionalChains(t *testing.T) {
+	keys := 3000
+	if testing.Short() {
+		keys = 600
+	}
+	zk := zktest.Start(t)
+	bs := startZKClusterOn(t, zk.Addr()+"/qk", 3, "transaction.state.log.num.partitions=5",
+		"offsets.topic.num.partitions=5", "offsets.topic.replication.factor=3")
+	var addrs []string
+	for _, b := range bs {
+		addrs = append(addrs, b.addr)
+	}
+	c := newTxnChain(t, addrs, 3, 4, keys)
+	for l := 1; l <= 3; l++ {
+		c.addWorker(l)
+		c.addWorker(l)
+	}
+	// Rebalances: one worker joins and one leaves on each level while
+	// the records flow.
+	for l := 1; l <= 3; l++ {
+		waitUntil(t, time.Minute, fmt.Sprintf("level %d under way", l), func() bool { c.checkErrs(); return c.consumed(l) > 0 })
+		c.addWorker(l)
+		c.removeWorker(l)
+	}
+	c.waitDone(3 * time.Minute)
+	c.stopWorkers()
+	c.checkErrs()
+	c.verifyOutputs()
+}
