@@ -435,3 +435,78 @@ func TestTransactionalChains(t *testing.T) {
 	c.checkErrs()
 	c.verifyOutputs()
 }
+
+// TestTransactionalChainsKilled: the chain while brokers are killed
+// (SIGKILL) and restarted: in each of three rounds, the coordinator of
+// a worker's transactional id, then the leader of a partition the
+// workers write, mid-transaction. Then, with the brokers stopped, the
+// replicas of every chain topic are identical, .txnindex included, and
+// every key is in every output exactly once.
+func TestTransactionalChainsKilled(t *testing.T) {
+	keys, rounds := 3000, 3
+	if testing.Short() {
+		keys, rounds = 900, 2
+	}
+	zk := zktest.Start(t)
+	bs := startZKClusterOn(t, zk.Addr()+"/qk", 3, "transaction.state.log.num.partitions=5",
+		"offsets.topic.num.partitions=5", "offsets.topic.replication.factor=3", quickStop)
+	var addrs []string
+	for _, b := range bs {
+		addrs = append(addrs, b.addr)
+	}
+	c := newTxnChain(t, addrs, 3, 4, keys)
+	for l := 1; l <= 3; l++ {
+		c.addWorker(l)
+		c.addWorker(l)
+	}
+	adm := kadm.NewClient(newPlainClient(t, addrs[0], kgo.SeedBrokers(addrs...)))
+	progress := func(what string) {
+		t.Helper()
+		before := c.consumed(3) + c.consumed(2) + c.consumed(1)
+		waitUntil(t, 2*time.Minute, what, func() bool {
+			c.checkErrs()
+			return c.consumed(3)+c.consumed(2)+c.consumed(1) > before+50 || c.consumed(3) == keys
+		})
+	}
+	kill := func(id int32, why string) {
+		t.Helper()
+		b := bs[id]
+		t.Logf("kill -9 broker %d (%s)", id, why)
+		b.kill()
+		progress(fmt.Sprintf("progress with broker %d down", id))
+		b.restart()
+		progress(fmt.Sprintf("progress after broker %d restarted", id))
+	}
+	for r := range rounds {
+		c.mu.Lock()
+		txnID := "txn-" + c.workers[0][len(c.workers[0])-1].id
+		c.mu.Unlock()
+		coords := adm.FindTxnCoordinators(ctxFor(t, 10*time.Second), txnID)
+		co, ok := coords[txnID]
+		if !ok || co.Err != nil {
+			t.Fatalf("round %d: coordinator of %s: %+v", r, txnID, co)
+		}
+		kill(co.NodeID, "coordinator of "+txnID)
+		ps := waitPartitions(t, addrs[0], c.topics[2], time.Minute, "chain-2 led", func(ps kadm.PartitionDetails) bool { return allLed(ps) })
+		kill(ps[int32(r)%c.parts].Leader, fmt.Sprintf("leader of %s-%d", c.topics[2], int32(r)%c.parts))
+	}
+	c.waitDone(5 * time.Minute)
+	c.stopWorkers()
+	c.checkErrs()
+	c.verifyOutputs()
+	for _, topic := range c.topics {
+		waitPartitions(t, addrs[0], topic, time.Minute, topic+" in full ISR", fullISR(int(c.parts)))
+	}
+	hws := map[string]map[int32]int64{}
+	for tp, hw := range c.ends(false) {
+		if hws[tp.Topic] == nil {
+			hws[tp.Topic] = map[int32]int64{}
+		}
+		hws[tp.Topic][tp.Partition] = hw
+	}
+	stopAll(t, bs)
+	for _, topic := range c.topics {
+		requireReplicasMatch(t, bs, topic, hws[topic])
+	}
+	requireTxnIndexesMatch(t, bs, c.topics, c.parts)
+}
