@@ -22,13 +22,17 @@ import (
 //	offsets id=T pid=N epoch=E partition=P [v=3]       AddOffsetsToTxn
 //	verify id=T pid=N epoch=E parts=a-0                verify-only (v4+)
 //	end id=T pid=N epoch=E commit|abort [v=4]          EndTxn
+//	logged                         the oldest write in flight reaches the log,
+//	                               its answer still to come
 //	written [fail=ERROR_NAME]      the oldest write in flight completes
 //	markers [errs=a-0:ERROR_NAME,...] [stale]          the oldest markers' answer
 //	advance MS                     move the clock
 //	timeouts                       abort timed-out transactions
 //	expire                         expire idle transactional ids
-//	reload [epoch=N]               replay the records written so far into
-//	                               a new partition (a new coordinator)
+//	reload [epoch=N] [keep-markers] replay the records written so far into
+//	                               a new partition (a new coordinator); the
+//	                               old markers are dropped unless kept (their
+//	                               answers arrive late)
 //	load [epoch=N]                 replay the records of the input: one per
 //	                               line, "T tombstone", "T hex=..",
 //	                               "key=.. value=..", or
@@ -63,6 +67,7 @@ type harness struct {
 	now     int64
 	nextPID int64
 	writes  []*Append
+	logged  map[*Append]bool // in the log, not yet answered
 	markers []*Markers
 	log     [][2][]byte // records written, for reload
 }
@@ -78,7 +83,7 @@ func (h *harness) reset(d *datadriven.TestData) {
 		h.nextPID = h.intArg("next-pid", 1000)
 	}
 	h.p = NewPartition(7, epoch, h.cfg)
-	h.now, h.writes, h.markers, h.log = 0, nil, nil, nil
+	h.now, h.writes, h.markers, h.log, h.logged = 0, nil, nil, nil, map[*Append]bool{}
 }
 
 func (h *harness) arg(k string) (string, bool) {
@@ -170,6 +175,15 @@ func (h *harness) run() {
 		}
 		h.result(h.p.EndTxn(EndTxnRequest{Version: version, TransactionalID: id, ProducerID: pid,
 			ProducerEpoch: epoch, Commit: h.has("commit")}, h.now))
+	case "logged":
+		if len(h.writes) == 0 || h.logged[h.writes[0]] {
+			t.Fatalf("%s: no write in flight to log", d.Pos)
+		}
+		a := h.writes[0]
+		k, v := a.Record()
+		h.log = append(h.log, [2][]byte{k, v})
+		h.logged[a] = true
+		fmt.Fprintf(&h.out, "logged %s %s\n", a.Op, a.TransactionalID)
 	case "written":
 		if len(h.writes) == 0 {
 			t.Fatalf("%s: no write in flight", d.Pos)
@@ -179,12 +193,16 @@ func (h *harness) run() {
 		var appendErr *kerr.Error
 		if s := h.str("fail"); s != "" {
 			appendErr = errByName(t, s)
-		} else {
+		} else if !h.logged[a] {
 			k, v := a.Record()
 			h.log = append(h.log, [2][]byte{k, v})
 		}
 		fmt.Fprintf(&h.out, "written %s %s: %s\n", a.Op, a.TransactionalID, errName(appendErr))
-		h.result(h.p.AppendDone(a, appendErr, h.now))
+		label := "answer"
+		if a.Op == OpComplete || a.Op == OpTimeoutAbort || a.Op == OpExpire {
+			label = "done" // no client waits on these
+		}
+		h.resultAs(label, h.p.AppendDone(a, appendErr, h.now))
 	case "markers":
 		if len(h.markers) == 0 {
 			t.Fatalf("%s: no markers in flight", d.Pos)
@@ -202,7 +220,7 @@ func (h *harness) run() {
 			}
 		}
 		fmt.Fprintf(&h.out, "markers answered: %s\n", mk)
-		h.result(h.p.MarkersWritten(mk, errs))
+		h.resultAs("", h.p.MarkersWritten(mk, errs))
 	case "advance":
 		n, err := strconv.ParseInt(d.CmdArgs[0].Key, 10, 64)
 		if err != nil {
@@ -214,7 +232,7 @@ func (h *harness) run() {
 			fmt.Fprintf(&h.out, "timed out: %s pid=%d epoch=%d\n", to.TransactionalID, to.ProducerID, to.ProducerEpoch)
 		}
 		for _, r := range h.p.AbortTimedOutTransactions(h.now) {
-			h.result(r)
+			h.resultAs("", r)
 		}
 	case "expire":
 		for _, a := range h.p.ExpireTransactionalIDs(h.now) {
@@ -227,7 +245,7 @@ func (h *harness) run() {
 				t.Fatalf("%s: replay: %v", d.Pos, err)
 			}
 		}
-		h.loaded(p)
+		h.loaded(p, h.has("keep-markers"))
 	case "load":
 		p := NewPartition(h.p.ID(), int32(h.intArg("epoch", int64(h.p.CoordinatorEpoch()+1))), h.cfg)
 		h.log = nil
@@ -239,7 +257,7 @@ func (h *harness) run() {
 			}
 			h.log = append(h.log, [2][]byte{k, v})
 		}
-		h.loaded(p)
+		h.loaded(p, false)
 	case "list":
 		var states []State
 		for _, s := range strings.FieldsFunc(h.str("states"), func(r rune) bool { return r == ',' }) {
@@ -274,12 +292,14 @@ func (h *harness) run() {
 // loaded installs p as the new coordinator: markers of the old one are
 // dropped (the driver removes them on resignation); writes in flight stay
 // and complete against p.
-func (h *harness) loaded(p *Partition) {
+func (h *harness) loaded(p *Partition, keepMarkers bool) {
 	h.p = p
-	h.markers = nil
+	if !keepMarkers {
+		h.markers = nil
+	}
 	fmt.Fprintf(&h.out, "loaded %d ids at coordinator epoch %d\n", p.Len(), p.CoordinatorEpoch())
 	for _, r := range p.Loaded(h.now) {
-		h.result(r)
+		h.resultAs("", r)
 	}
 }
 
@@ -336,7 +356,11 @@ func (h *harness) record(line string) (key, value []byte) {
 	return key, ValueOf(tr, int16(num("v", 0))).AppendTo(nil)
 }
 
-func (h *harness) result(r Result) {
+func (h *harness) result(r Result) { h.resultAs("answer", r) }
+
+// resultAs prints r; label names the answer line, "" for results that
+// answer no one (only their writes, markers and problems show).
+func (h *harness) resultAs(label string, r Result) {
 	w := &h.out
 	switch {
 	case r.Append != nil:
@@ -358,8 +382,12 @@ func (h *harness) result(r Result) {
 		for _, tp := range tps {
 			fmt.Fprintf(w, "verify %s: %s\n", tp, errName(r.PartitionErrs[tp]))
 		}
+	case label == "":
+		if r.Markers == nil && r.Invariant == nil {
+			w.WriteString("nothing to do\n")
+		}
 	default:
-		fmt.Fprintf(w, "answer: %s", errName(r.Err))
+		fmt.Fprintf(w, "%s: %s", label, errName(r.Err))
 		if r.Err == nil && r.ProducerID >= 0 {
 			fmt.Fprintf(w, " pid=%d epoch=%d", r.ProducerID, r.ProducerEpoch)
 		}
