@@ -289,6 +289,10 @@ func (p *Partition) AddPartitions(req AddPartitionsRequest, nowMs int64) Result 
 	switch {
 	case !ok || m.ProducerID != req.ProducerID:
 		return ans(kerr.InvalidProducerIDMapping)
+	case m.ProducerEpoch == NoProducerEpoch:
+		// The id's first InitProducerId never completed, so nobody holds
+		// this producer id (Kafka would fail with an internal error).
+		return ans(kerr.InvalidProducerIDMapping)
 	case m.ProducerEpoch != req.ProducerEpoch:
 		return ans(kerr.ProducerFenced)
 	case m.PendingTransitionInProgress():
@@ -592,7 +596,7 @@ func (p *Partition) MarkersWritten(mk *Markers, errs map[TopicPartition]*kerr.Er
 		default:
 			// Kafka throws on these (CORRUPT_MESSAGE, MESSAGE_TOO_LARGE,
 			// ...); qk reports them and retries rather than hang.
-			problems = append(problems, illegal("%s: marker for %s failed: %s", mk.TransactionalID, tp, err.Message))
+			problems = append(problems, fmt.Errorf("txn: %s: unexpected marker error for %s: %s", mk.TransactionalID, tp, err.Message))
 			retry = append(retry, tp)
 		}
 	}
