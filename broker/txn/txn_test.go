@@ -41,6 +41,9 @@ import (
 //	list [states=Ongoing] [pids=1000] [duration=MS]
 //	describe id=T
 //	state                          just the state
+//	matrix                         each input line is a command (with id=t
+//	                               implied), run against t loaded in each of
+//	                               the 8 states (pid 1000, epoch 3, foo-0)
 //
 // After each command the output shows every transactional id, and the
 // writes and markers still in flight.
@@ -283,10 +286,55 @@ func (h *harness) run() {
 				ts.State, ts.TimeoutMs, ts.StartMs, ts.Partitions)
 		}
 		h.out.WriteString("\n")
+	case "matrix":
+		h.matrix()
 	case "state":
 	default:
 		t.Fatalf("%s: unknown verb %q", d.Pos, d.Cmd)
 	}
+}
+
+// matrix runs each input line against a fresh t in every state.
+func (h *harness) matrix() {
+	d, out := h.d, h.out.String()
+	defer func() { h.d = d }()
+	for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+		fs := strings.Fields(line)
+		sub := &datadriven.TestData{Pos: d.Pos, Cmd: fs[0], CmdArgs: []datadriven.CmdArg{{Key: "id", Vals: []string{"t"}}}}
+		for _, f := range fs[1:] {
+			k, v, ok := strings.Cut(f, "=")
+			a := datadriven.CmdArg{Key: k}
+			if ok {
+				a.Vals = []string{v}
+			}
+			sub.CmdArgs = append(sub.CmdArgs, a)
+		}
+		out += line + "\n"
+		for _, st := range States {
+			h.p = NewPartition(7, 5, h.cfg)
+			h.writes, h.markers, h.nextPID = nil, nil, 2000
+			parts := []TopicPartition{{"foo", 0}}
+			if st == Empty || st == CompleteCommit || st == CompleteAbort || st == Dead {
+				parts = nil
+			}
+			// ValueOf, not Record: a Dead value, not a tombstone.
+			v := ValueOf(TransitMetadata{ProducerID: 1000, PreviousProducerID: -1, NextProducerID: -1, ProducerEpoch: 3,
+				TimeoutMs: 60000, State: st, Partitions: parts, StartMs: 10, LastUpdateMs: 10}, 0).AppendTo(nil)
+			if err := h.p.Replay(AppendKey(nil, "t"), v); err != nil {
+				h.t.Fatal(err)
+			}
+			h.d = sub
+			h.out.Reset()
+			h.run()
+			for _, l := range strings.Split(strings.TrimSpace(h.out.String()), "\n") {
+				out += fmt.Sprintf("  %-19s %s\n", st.String()+":", l)
+			}
+		}
+	}
+	h.out.Reset()
+	h.out.WriteString(out)
+	h.p = NewPartition(7, 5, h.cfg)
+	h.writes, h.markers = nil, nil
 }
 
 // loaded installs p as the new coordinator: markers of the old one are
