@@ -116,11 +116,41 @@ type Partition struct {
 	coordinatorEpoch int32
 	cfg              Config
 	txns             map[string]*Metadata
+	state            partitionState
 }
 
-// NewPartition is an empty partition; Replay its records, then call Loaded.
+type partitionState int8
+
+const (
+	loading partitionState = iota
+	loaded
+	unloaded
+)
+
+// NewPartition is a partition being loaded: Replay its records, then call
+// Loaded. Until then requests get COORDINATOR_LOAD_IN_PROGRESS.
 func NewPartition(id, coordinatorEpoch int32, cfg Config) *Partition {
 	return &Partition{id: id, coordinatorEpoch: coordinatorEpoch, cfg: cfg, txns: map[string]*Metadata{}}
+}
+
+// Unload is the loss of leadership: from now on requests and late
+// write or marker answers get NOT_COORDINATOR, and nothing more is
+// decided; the driver drops the partition's markers in flight.
+func (p *Partition) Unload() { p.state = unloaded }
+
+// Loading reports whether the load has not finished (ListTransactions
+// answers COORDINATOR_LOAD_IN_PROGRESS while any partition is loading).
+func (p *Partition) Loading() bool { return p.state == loading }
+
+// unavailable is the error for a request the partition cannot serve.
+func (p *Partition) unavailable() *kerr.Error {
+	switch p.state {
+	case loading:
+		return kerr.CoordinatorLoadInProgress
+	case unloaded:
+		return kerr.NotCoordinator
+	}
+	return nil
 }
 
 // ID is the __transaction_state partition.
@@ -200,6 +230,9 @@ func (p *Partition) ValidateTransactionTimeoutMs(timeoutMs int32) bool {
 // CONCURRENT_TRANSACTIONS to retry.
 func (p *Partition) InitProducerID(req InitProducerIDRequest, nowMs int64) Result {
 	ans := func(err *kerr.Error) Result { return answer(OpInitProducerID, req.Version, err) }
+	if err := p.unavailable(); err != nil {
+		return ans(err)
+	}
 	hasExpected := req.ProducerID != NoProducerID || req.ProducerEpoch != NoProducerEpoch
 	if req.TransactionalID == "" || hasExpected && (req.ProducerID == NoProducerID || req.ProducerEpoch == NoProducerEpoch) {
 		// KafkaApis: a producer id without an epoch, or the reverse.
@@ -281,6 +314,9 @@ type AddPartitionsRequest struct {
 // AddPartitions is Kafka's handleAddPartitionsToTransaction.
 func (p *Partition) AddPartitions(req AddPartitionsRequest, nowMs int64) Result {
 	ans := func(err *kerr.Error) Result { return answer(OpAddPartitions, req.Version, err) }
+	if err := p.unavailable(); err != nil {
+		return ans(err)
+	}
 	if req.TransactionalID == "" {
 		return ans(kerr.InvalidRequest)
 	}
@@ -352,6 +388,9 @@ func (p *Partition) VerifyPartitions(req VerifyRequest) Result {
 		}
 		return r
 	}
+	if err := p.unavailable(); err != nil {
+		return all(err)
+	}
 	if req.TransactionalID == "" {
 		return all(kerr.InvalidRequest)
 	}
@@ -388,6 +427,9 @@ type EndTxnRequest struct {
 // completing) EndTxn gets OK (or CONCURRENT_TRANSACTIONS); the other
 // result, or no transaction, is INVALID_TXN_STATE.
 func (p *Partition) EndTxn(req EndTxnRequest, nowMs int64) Result {
+	if err := p.unavailable(); err != nil {
+		return answer(OpEndTxn, req.Version, err)
+	}
 	if req.TransactionalID == "" {
 		return answer(OpEndTxn, req.Version, kerr.InvalidRequest)
 	}
@@ -472,7 +514,7 @@ func (p *Partition) AppendDone(a *Append, appendErr *kerr.Error, nowMs int64) Re
 	err := coordinatorError(appendErr)
 	ans := func(err *kerr.Error) Result { return answer(a.Op, a.RequestVersion, err) }
 	m, ok := p.txns[a.TransactionalID]
-	if !ok || a.CoordinatorEpoch != p.coordinatorEpoch {
+	if !ok || a.CoordinatorEpoch != p.coordinatorEpoch || p.state != loaded {
 		// Reloaded (or unloaded) since: the new load redoes what is owed.
 		if err == nil {
 			err = kerr.NotCoordinator
@@ -572,7 +614,7 @@ func (p *Partition) MarkersWritten(mk *Markers, errs map[TopicPartition]*kerr.Er
 	if mk.Commit {
 		want = CompleteCommit
 	}
-	if !ok || mk.CoordinatorEpoch != p.coordinatorEpoch || m.PendingState() != want ||
+	if !ok || mk.CoordinatorEpoch != p.coordinatorEpoch || p.state != loaded || m.PendingState() != want ||
 		m.ProducerID != mk.ProducerID || m.ProducerEpoch != mk.ProducerEpoch {
 		return r // cancelled: not the transaction these markers were for
 	}
@@ -625,6 +667,9 @@ type TimedOut struct {
 // timedOutTransactions), by id.
 func (p *Partition) TimedOutTransactions(nowMs int64) []TimedOut {
 	var out []TimedOut
+	if p.state != loaded {
+		return nil
+	}
 	for _, id := range p.TransactionalIDs() {
 		m := p.txns[id]
 		if !m.PendingTransitionInProgress() && m.State == Ongoing && m.StartMs+int64(m.TimeoutMs) < nowMs {
@@ -640,7 +685,7 @@ func (p *Partition) TimedOutTransactions(nowMs int64) []TimedOut {
 // transaction moved on since it was listed.
 func (p *Partition) AbortTimedOut(t TimedOut, nowMs int64) (r Result, ok bool) {
 	m, found := p.txns[t.TransactionalID]
-	if !found || m.ProducerID != t.ProducerID || m.PendingTransitionInProgress() || m.State != Ongoing {
+	if !found || p.state != loaded || m.ProducerID != t.ProducerID || m.PendingTransitionInProgress() || m.State != Ongoing {
 		return Result{}, false
 	}
 	fence, err := m.prepareFenceProducerEpoch()
@@ -670,6 +715,9 @@ func (p *Partition) AbortTimedOutTransactions(nowMs int64) []Result {
 // transaction.remove.expired.transaction.cleanup.interval.ms.
 func (p *Partition) ExpireTransactionalIDs(nowMs int64) []*Append {
 	var out []*Append
+	if p.state != loaded {
+		return nil
+	}
 	for _, id := range p.TransactionalIDs() {
 		m := p.txns[id]
 		if m.PendingTransitionInProgress() || !m.State.IsExpirationAllowed() || m.LastUpdateMs > nowMs-p.cfg.TransactionalIDExpirationMs {
@@ -714,6 +762,10 @@ func (p *Partition) Replay(key, value []byte) error {
 // by Kafka; if found they stay as they are.
 func (p *Partition) Loaded(nowMs int64) []Result {
 	var out []Result
+	if p.state != loading {
+		return nil
+	}
+	p.state = loaded
 	for _, id := range p.TransactionalIDs() {
 		m := p.txns[id]
 		if m.State == PrepareCommit || m.State == PrepareAbort {
@@ -738,6 +790,12 @@ type TransactionState struct {
 // Describe is DescribeTransactions for one id: TRANSACTIONAL_ID_NOT_FOUND
 // if unknown or Dead (being expired).
 func (p *Partition) Describe(transactionalID string) (TransactionState, *kerr.Error) {
+	if err := p.unavailable(); err != nil {
+		return TransactionState{TransactionalID: transactionalID}, err
+	}
+	if transactionalID == "" {
+		return TransactionState{}, kerr.InvalidRequest
+	}
 	m, ok := p.txns[transactionalID]
 	if !ok || m.State == Dead {
 		return TransactionState{TransactionalID: transactionalID}, kerr.TransactionalIDNotFound

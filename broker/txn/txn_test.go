@@ -38,6 +38,9 @@ import (
 //	                               "key=.. value=..", or
 //	                               "T state=S pid=N epoch=E timeout=MS
 //	                                 parts=a-0 start=MS update=MS [v=1]"
+//	load ... unfinished            the same, without Loaded: still loading
+//	finish-load                    Loaded
+//	unload                         leadership lost
 //	list [states=Ongoing] [pids=1000] [duration=MS]
 //	describe id=T
 //	state                          just the state
@@ -86,6 +89,7 @@ func (h *harness) reset(d *datadriven.TestData) {
 		h.nextPID = h.intArg("next-pid", 1000)
 	}
 	h.p = NewPartition(7, epoch, h.cfg)
+	h.p.Loaded(0)
 	h.now, h.writes, h.markers, h.log, h.logged = 0, nil, nil, nil, map[*Append]bool{}
 }
 
@@ -260,7 +264,16 @@ func (h *harness) run() {
 			}
 			h.log = append(h.log, [2][]byte{k, v})
 		}
+		if h.has("unfinished") {
+			h.p.Unload()
+			h.p = p
+			break
+		}
 		h.loaded(p, false)
+	case "finish-load":
+		h.loaded(h.p, false)
+	case "unload":
+		h.p.Unload()
 	case "list":
 		var states []State
 		for _, s := range strings.FieldsFunc(h.str("states"), func(r rune) bool { return r == ',' }) {
@@ -323,6 +336,7 @@ func (h *harness) matrix() {
 			if err := h.p.Replay(AppendKey(nil, "t"), v); err != nil {
 				h.t.Fatal(err)
 			}
+			h.p.Loaded(0) // markers owed by Prepare* states are not shown
 			h.d = sub
 			h.out.Reset()
 			h.run()
@@ -334,6 +348,7 @@ func (h *harness) matrix() {
 	h.out.Reset()
 	h.out.WriteString(out)
 	h.p = NewPartition(7, 5, h.cfg)
+	h.p.Loaded(0)
 	h.writes, h.markers = nil, nil
 }
 
@@ -341,6 +356,9 @@ func (h *harness) matrix() {
 // dropped (the driver removes them on resignation); writes in flight stay
 // and complete against p.
 func (h *harness) loaded(p *Partition, keepMarkers bool) {
+	if h.p != p {
+		h.p.Unload()
+	}
 	h.p = p
 	if !keepMarkers {
 		h.markers = nil
