@@ -230,9 +230,6 @@ func (p *Partition) ValidateTransactionTimeoutMs(timeoutMs int32) bool {
 // CONCURRENT_TRANSACTIONS to retry.
 func (p *Partition) InitProducerID(req InitProducerIDRequest, nowMs int64) Result {
 	ans := func(err *kerr.Error) Result { return answer(OpInitProducerID, req.Version, err) }
-	if err := p.unavailable(); err != nil {
-		return ans(err)
-	}
 	hasExpected := req.ProducerID != NoProducerID || req.ProducerEpoch != NoProducerEpoch
 	if req.TransactionalID == "" || hasExpected && (req.ProducerID == NoProducerID || req.ProducerEpoch == NoProducerEpoch) {
 		// KafkaApis: a producer id without an epoch, or the reverse.
@@ -240,6 +237,9 @@ func (p *Partition) InitProducerID(req InitProducerIDRequest, nowMs int64) Resul
 	}
 	if !p.ValidateTransactionTimeoutMs(req.TimeoutMs) {
 		return ans(kerr.InvalidTransactionTimeout)
+	}
+	if err := p.unavailable(); err != nil {
+		return ans(err)
 	}
 	m, ok := p.txns[req.TransactionalID]
 	if !ok {
@@ -314,11 +314,11 @@ type AddPartitionsRequest struct {
 // AddPartitions is Kafka's handleAddPartitionsToTransaction.
 func (p *Partition) AddPartitions(req AddPartitionsRequest, nowMs int64) Result {
 	ans := func(err *kerr.Error) Result { return answer(OpAddPartitions, req.Version, err) }
-	if err := p.unavailable(); err != nil {
-		return ans(err)
-	}
 	if req.TransactionalID == "" {
 		return ans(kerr.InvalidRequest)
+	}
+	if err := p.unavailable(); err != nil {
+		return ans(err)
 	}
 	m, ok := p.txns[req.TransactionalID]
 	parts := sortPartitions(slices.Clone(req.Partitions))
@@ -388,11 +388,11 @@ func (p *Partition) VerifyPartitions(req VerifyRequest) Result {
 		}
 		return r
 	}
-	if err := p.unavailable(); err != nil {
-		return all(err)
-	}
 	if req.TransactionalID == "" {
 		return all(kerr.InvalidRequest)
+	}
+	if err := p.unavailable(); err != nil {
+		return all(err)
 	}
 	m, ok := p.txns[req.TransactionalID]
 	switch {
@@ -427,11 +427,11 @@ type EndTxnRequest struct {
 // completing) EndTxn gets OK (or CONCURRENT_TRANSACTIONS); the other
 // result, or no transaction, is INVALID_TXN_STATE.
 func (p *Partition) EndTxn(req EndTxnRequest, nowMs int64) Result {
-	if err := p.unavailable(); err != nil {
-		return answer(OpEndTxn, req.Version, err)
-	}
 	if req.TransactionalID == "" {
 		return answer(OpEndTxn, req.Version, kerr.InvalidRequest)
+	}
+	if err := p.unavailable(); err != nil {
+		return answer(OpEndTxn, req.Version, err)
 	}
 	m, ok := p.txns[req.TransactionalID]
 	if !ok {
