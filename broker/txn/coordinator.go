@@ -606,7 +606,8 @@ func (p *Partition) completion(m *Metadata) *Append {
 // (their leaders may have moved); once every partition is done the Result
 // has the CompleteCommit/CompleteAbort Append. INVALID_PRODUCER_EPOCH and
 // TRANSACTION_COORDINATOR_FENCED cancel the rest: another coordinator or
-// epoch owns the transaction now. A disconnection is not reported: resend.
+// epoch owns the transaction now. A partition of mk missing from errs is
+// sent again. A disconnection is not reported: resend.
 func (p *Partition) MarkersWritten(mk *Markers, errs map[TopicPartition]*kerr.Error) Result {
 	r := Result{ProducerID: NoProducerID, ProducerEpoch: NoProducerEpoch}
 	m, ok := p.txns[mk.TransactionalID]
@@ -623,6 +624,11 @@ func (p *Partition) MarkersWritten(mk *Markers, errs map[TopicPartition]*kerr.Er
 		cancelled bool
 		problems  []error
 	)
+	for _, tp := range mk.Partitions {
+		if _, ok := errs[tp]; !ok {
+			retry = append(retry, tp) // not answered: Kafka would never resend it
+		}
+	}
 	for _, tp := range sortPartitions(slices.Collect(maps.Keys(errs))) {
 		switch err := errs[tp]; err {
 		case nil, kerr.UnsupportedForMessageFormat, kerr.UnsupportedVersion:
@@ -647,7 +653,7 @@ func (p *Partition) MarkersWritten(mk *Markers, errs map[TopicPartition]*kerr.Er
 	case cancelled:
 	case len(retry) > 0:
 		again := *mk
-		again.Partitions = retry
+		again.Partitions = sortPartitions(retry)
 		r.Markers = &again
 	case len(m.Partitions) == 0:
 		r.Append = p.completion(m)
@@ -738,6 +744,9 @@ func (p *Partition) ExpireTransactionalIDs(nowMs int64) []*Append {
 // key version Kafka skips too); the driver logs it with its offset and
 // goes on, and the id keeps its previous value.
 func (p *Partition) Replay(key, value []byte) error {
+	if p.state != loading {
+		return errors.New("txn: replay after the load")
+	}
 	id, err := ParseKey(key)
 	if err != nil {
 		return err

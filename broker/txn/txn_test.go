@@ -25,7 +25,7 @@ import (
 //	logged                         the oldest write in flight reaches the log,
 //	                               its answer still to come
 //	written [fail=ERROR_NAME]      the oldest write in flight completes
-//	markers [errs=a-0:ERROR_NAME,...] [stale]          the oldest markers' answer
+//	markers [errs=a-0:ERROR_NAME,...] [missing=a-1]    the oldest markers' answer
 //	advance MS                     move the clock
 //	timeouts                       abort timed-out transactions
 //	expire                         expire idle transactional ids
@@ -225,6 +225,9 @@ func (h *harness) run() {
 				tp, e, _ := strings.Cut(f, ":")
 				errs[parseParts(t, tp)[0]] = errByName(t, e)
 			}
+		}
+		for _, tp := range parseParts(t, h.str("missing")) {
+			delete(errs, tp)
 		}
 		fmt.Fprintf(&h.out, "markers answered: %s\n", mk)
 		h.resultAs("", h.p.MarkersWritten(mk, errs))
