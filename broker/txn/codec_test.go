@@ -211,3 +211,37 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestFutureValue is Kafka's testDeserializeFutureTransactionLogValue: a
+// v1 value with unknown tagged fields (a string 100 and an int32 101) in
+// the partitions and at the top: they are skipped.
+func TestFutureValue(t *testing.T) {
+	tags := "02 64 05 0003 666f6f 65 04 00000fa0"
+	b := mustHex(t, "0001 00000000000003e8 0064 000003e8 04 02 06 746f706963 02 00000001 "+tags+
+		" 00000000000007d0 0000000000000bb8 "+tags)
+	v, err := ParseValue(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Value{Version: 1, ProducerID: 1000, PreviousProducerID: -1, NextProducerID: -1, ProducerEpoch: 100,
+		TimeoutMs: 1000, State: CompleteCommit, Partitions: []TopicPartitions{{"topic", []int32{1}}},
+		LastUpdateTimestampMs: 2000, StartTimestampMs: 3000}
+	if !reflect.DeepEqual(v, want) {
+		t.Fatalf("got  %+v\nwant %+v", v, want)
+	}
+	// Kafka's testReadTxnRecordKeyCanReadUnknownMessage: key version
+	// Short.MAX_VALUE is an unknown key, to skip.
+	if _, err := ParseKey(mustHex(t, "7fff")); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("key 0x7fff: %v", err)
+	}
+	// A loaded CompleteCommit keeps its partitions as Kafka does (only
+	// Empty drops them).
+	p := NewPartition(0, 0, DefaultConfig())
+	if err := p.Replay(AppendKey(nil, "transaction-id"), b); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := p.Get("transaction-id")
+	if m.State != CompleteCommit || len(m.Partitions) != 1 || m.Partitions[0] != (TopicPartition{"topic", 1}) {
+		t.Fatalf("loaded %s", m)
+	}
+}
