@@ -6,7 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/security/acl"
 )
 
@@ -62,20 +61,7 @@ func (h *Handler) handleInitProducerID(c *call) {
 	c.respond(resp)
 }
 
-// nextProducerID hands out the ids of the current block, reserving a new
-// block when it is used up.
+// nextProducerID is a new producer id from the broker's allocator.
 func (h *Handler) nextProducerID(ctx context.Context) (int64, error) {
-	h.pidMu.Lock()
-	defer h.pidMu.Unlock()
-	if !h.pidBlock || h.pidNext > h.pidEnd {
-		start, end, err := metadata.AllocateProducerIDBlock(ctx, h.cfg.Store, h.cfg.BrokerID, metadata.ProducerIDBlockSize)
-		if err != nil {
-			return 0, err
-		}
-		h.pidNext, h.pidEnd, h.pidBlock = start, end, true
-		h.lg.Info("reserved producer id block", "start", start, "end", end)
-	}
-	id := h.pidNext
-	h.pidNext++
-	return id, nil
+	return h.producerIDs.Next(ctx)
 }

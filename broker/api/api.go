@@ -34,6 +34,9 @@ type Config struct {
 	Cache      *controller.Cache
 	Controller *controller.Controller
 	Store      metadata.Store
+	// ProducerIDs allocates producer ids (nil: one of the handler's own
+	// over Store).
+	ProducerIDs *metadata.ProducerIDs
 	// Fetches holds long-poll fetches until enough data arrives or their
 	// wait ends, keyed by partition. Its owner shuts it down before the
 	// network server, so waiting fetches are answered at once.
@@ -87,10 +90,7 @@ type Handler struct {
 
 	sessions *fetchSessionCache // fetch sessions (KIP-227)
 
-	pidMu    sync.Mutex // producer ids: the current block
-	pidNext  int64
-	pidEnd   int64
-	pidBlock bool
+	producerIDs *metadata.ProducerIDs
 }
 
 var _ network.Handler = (*Handler)(nil)
@@ -103,9 +103,14 @@ func New(cfg Config) *Handler {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &Handler{cfg: cfg, lg: cfg.Logger.With("component", "api"), now: cfg.Clock,
-		authLog:  cfg.Logger.With("component", "authorizer"),
-		sessions: newFetchSessionCache(cfg.FetchSessionCacheSlots, cfg.FetchSessionEviction)}
+	h := &Handler{cfg: cfg, lg: cfg.Logger.With("component", "api"), now: cfg.Clock,
+		authLog:     cfg.Logger.With("component", "authorizer"),
+		sessions:    newFetchSessionCache(cfg.FetchSessionCacheSlots, cfg.FetchSessionEviction),
+		producerIDs: cfg.ProducerIDs}
+	if h.producerIDs == nil {
+		h.producerIDs = metadata.NewProducerIDs(cfg.Store, cfg.BrokerID, cfg.Logger)
+	}
+	return h
 }
 
 // FetchSessionStats counts the fetch sessions: in the cache now, and

@@ -351,78 +351,41 @@ func (c *Coordinator) replay(partition int32, onMarker func(producerID int64, co
 	if err != nil {
 		return 0, err
 	}
-	l := p.Log()
-	offset := l.LogStartOffset()
+	from := p.Log().LogStartOffset()
 	n := 0
-	var buf []byte
-	for offset < l.LogEndOffset() {
-		info, err := l.Read(offset, 1<<20, -1)
-		if err != nil {
-			return n, err
-		}
-		if info.Region.Length == 0 {
-			break
-		}
-		buf = slices.Grow(buf[:0], int(info.Region.Length))[:info.Region.Length]
-		if _, err := info.Region.File.ReadAt(buf, info.Region.Position); err != nil {
-			return n, fmt.Errorf("read %s-%d at %d: %w", Topic, partition, offset, err)
-		}
-		it := record.NewIterator(buf)
-		next := offset
-		for it.Next() {
-			e := it.Entry()
-			if e.Batch == nil {
-				continue
+	err = p.ScanLog(from, func(b record.Batch) error {
+		if b.IsControl() {
+			if b.BaseOffset() < from {
+				return nil
 			}
-			b := e.Batch
-			next = b.NextOffset()
-			if b.IsControl() {
-				if b.BaseOffset() < offset {
-					continue
-				}
-				err := b.Iterate(func(r *record.Record) error {
-					t, err := record.ParseControlKey(r.Key)
-					if err != nil {
-						c.lg.Warn("skipping control record with a bad key", "partition", partition, "offset", r.Offset(b), "err", err)
-						return nil
-					}
-					if t.IsTxnMarker() {
-						onMarker(b.ProducerID(), t == record.ControlCommit)
-					}
-					return nil
-				})
+			return b.Iterate(func(r *record.Record) error {
+				t, err := record.ParseControlKey(r.Key)
 				if err != nil {
-					return n, err
-				}
-				continue
-			}
-			err := b.Iterate(func(r *record.Record) error {
-				if r.Offset(b) < offset {
+					c.lg.Warn("skipping control record with a bad key", "partition", partition, "offset", r.Offset(b), "err", err)
 					return nil
 				}
-				k, err := ParseKey(r.Key)
-				if err != nil {
-					c.lg.Warn("skipping record with a bad key", "partition", partition, "offset", r.Offset(b), "err", err)
-					return nil
+				if t.IsTxnMarker() {
+					onMarker(b.ProducerID(), t == record.ControlCommit)
 				}
-				n++
-				fn(replayed{key: k, value: r.Value, offset: r.Offset(b),
-					transactional: b.IsTransactional(), producerID: b.ProducerID()})
 				return nil
 			})
-			if err != nil {
-				return n, err
+		}
+		return b.Iterate(func(r *record.Record) error {
+			if r.Offset(b) < from {
+				return nil
 			}
-		}
-		if err := it.Err(); err != nil {
-			return n, err
-		}
-		if next <= offset {
-			break
-		}
-		offset = next
-	}
-	return n, nil
+			k, err := ParseKey(r.Key)
+			if err != nil {
+				c.lg.Warn("skipping record with a bad key", "partition", partition, "offset", r.Offset(b), "err", err)
+				return nil
+			}
+			n++
+			fn(replayed{key: k, value: r.Value, offset: r.Offset(b),
+				transactional: b.IsTransactional(), producerID: b.ProducerID()})
+			return nil
+		})
+	})
+	return n, err
 }
 
 // groupLocked finds a group this broker coordinates, creating it when
