@@ -41,9 +41,9 @@ type BatchMetadata struct {
 // ProducerBatchesRetained; after a restart from a snapshot only the last
 // batch is known (the snapshot format keeps one), as in Kafka.
 type ProducerEntry struct {
-	ProducerID       int64
-	Epoch            int16
-	Batches          []BatchMetadata
+	ProducerID int64
+	Epoch      int16
+	Batches    []BatchMetadata
 	// CoordinatorEpoch is the coordinator epoch of the producer's last
 	// transaction marker, -1 before the first.
 	CoordinatorEpoch int32
