@@ -2,6 +2,7 @@ package log
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -522,4 +523,155 @@ func TestConcurrentReadCommitted(t *testing.T) {
 		require.LessOrEqual(t, lso, ri.LastStableOffset)
 		_ = x.AbortedTransactions(0, lso)
 	}
+}
+
+// TestCleanKeepsAbortedTransactions: compaction keeps every .txnindex
+// entry of the segments it replaces (its transaction rules, which would
+// drop aborted records and then their entries, are not implemented), and
+// the dirty section ends at the last stable offset.
+func TestCleanKeepsAbortedTransactions(t *testing.T) {
+	cfg := compactConfig()
+	x := newTxnLog(t, nil, cfg)
+	for round := range 40 {
+		for k := range 5 {
+			appendKVs(t, x.Log, record.CodecNone, kv{key: fmt.Sprintf("k%d", k), value: fmt.Sprintf("v%d-%d", k, round), ts: x.ts})
+		}
+		x.data(int64(1+round%3), 2)
+		if round%3 == 2 {
+			x.end(1, round%2 == 0)
+			x.end(2, false)
+			x.end(3, true)
+		}
+	}
+	x.end(1, false)
+	open := x.data(4, 1) // stays open: the clean stops below it
+	for range 30 {
+		appendKVs(t, x.Log, record.CodecNone, kv{key: "k0", value: "later", ts: x.ts})
+	}
+	x.hwToEnd()
+	require.Equal(t, open.FirstOffset, x.LastStableOffset())
+	aborted := x.AbortedTransactions(0, math.MaxInt64)
+	require.NotEmpty(t, aborted)
+	segs := x.NumSegments()
+
+	st, err := x.Compact(CleanOptions{Force: true})
+	require.NoError(t, err)
+	require.True(t, st.Cleaned)
+	require.Less(t, st.BytesAfter, st.BytesBefore)
+	require.LessOrEqual(t, x.NumSegments(), segs)
+	require.LessOrEqual(t, st.EndOffset, open.FirstOffset, "nothing at or above the LSO is cleaned")
+	require.Equal(t, aborted, x.AbortedTransactions(0, math.MaxInt64))
+	// Each entry sits in the file of the segment holding its marker.
+	bases := x.SegmentBaseOffsets()
+	var inFiles []AbortedTxn
+	for name, entries := range txnIndexFiles(t, x.dir) {
+		base, _, ok := ParseFileName(name)
+		require.True(t, ok)
+		require.Contains(t, bases, base, "%s belongs to a live segment", name)
+		for _, a := range entries {
+			i, _ := slices.BinarySearch(bases, a.LastOffset+1)
+			require.Equal(t, base, bases[i-1], "entry %+v in %s", a, name)
+		}
+		inFiles = append(inFiles, entries...)
+	}
+	slices.SortFunc(inFiles, func(a, b AbortedTxn) int { return int(a.LastOffset - b.LastOffset) })
+	require.Equal(t, aborted, inFiles)
+
+	// A clean restart loads them; an unclean one (nothing checkpointed)
+	// rebuilds the same from the markers.
+	x.closeLog()
+	x.reopen(WithCleanShutdown(true), WithHighWatermark(math.MaxInt64))
+	require.Equal(t, aborted, x.AbortedTransactions(0, math.MaxInt64))
+	x.Log.closeWithoutFlush()
+	x.Log = nil
+	x.reopen(WithHighWatermark(math.MaxInt64))
+	require.Equal(t, aborted, x.AbortedTransactions(0, math.MaxInt64))
+	require.Equal(t, open.FirstOffset, x.LastStableOffset())
+}
+
+// TestCleanCrashKeepsAbortedTransactions crashes a clean of a log with
+// aborted transactions at each file-system step and reopens it with the
+// recovery point at the log end (everything was flushed before the
+// clean): whichever version of the segments survives, the aborted
+// transactions are all there, also when an interrupted swap had to be
+// completed at start-up (its .txnindex is rebuilt from the markers).
+func TestCleanCrashKeepsAbortedTransactions(t *testing.T) {
+	const dir = "/data/crash-0"
+	cfg := compactConfig()
+	tmpl := vfs.NewMem()
+	clock := newFakeClock()
+	l := openCompacted(t, tmpl, dir, cfg, clock)
+	x := &txnLog{testLog: &testLog{Log: l, t: t, dir: dir, fsys: tmpl, clock: clock, cfg: cfg},
+		epoch: map[int64]int16{}, seq: map[int64]int32{}, ts: clock.Now().UnixMilli()}
+	for round := range 30 {
+		for k := range 4 {
+			appendKVs(t, l, record.CodecNone, kv{key: fmt.Sprintf("k%d", k), value: fmt.Sprintf("v%d", round), ts: x.ts})
+		}
+		x.data(int64(1+round%2), 1)
+		if round%2 == 1 {
+			x.end(1, false)
+			x.end(2, round%4 == 1)
+		}
+	}
+	for range 20 {
+		appendKVs(t, l, record.CodecNone, kv{key: "k0", value: "later", ts: x.ts})
+	}
+	x.hwToEnd()
+	aborted := l.AbortedTransactions(0, math.MaxInt64)
+	require.Greater(t, len(aborted), 10)
+	leo := l.LogEndOffset()
+	require.NoError(t, l.Close())
+
+	swapsCompleted := 0
+	for k := 1; ; k++ {
+		mem := tmpl.CrashClone()
+		faulty := vfs.NewFaulty(mem, nil)
+		l := openCompacted(t, faulty, dir, cfg, clock, WithCleanShutdown(true), WithHighWatermark(math.MaxInt64))
+		var crash *vfs.MemFS
+		n := 0
+		faulty.SetInjector(vfs.InjectorFunc(func(op vfs.Op, path string) error {
+			switch op {
+			case vfs.OpRename, vfs.OpSync, vfs.OpSyncDir, vfs.OpRemove, vfs.OpWrite, vfs.OpCreate, vfs.OpTruncate:
+			default:
+				return nil
+			}
+			if n++; n != k {
+				return nil
+			}
+			require.NoError(t, mem.SyncDir(dir))
+			crash = mem.CrashClone()
+			return vfs.ErrInjected
+		}))
+		st, err := l.Compact(CleanOptions{Force: true})
+		faulty.SetInjector(nil)
+		if n < k {
+			require.NoError(t, err)
+			require.True(t, st.Cleaned)
+			require.Equal(t, aborted, l.AbortedTransactions(0, math.MaxInt64))
+			require.NoError(t, l.Close())
+			break
+		}
+		require.Error(t, err, "step %d", k)
+		l.closeWithoutFlush()
+		if crash == nil {
+			crash = mem.CrashClone()
+		}
+		if slices.ContainsFunc(must(crash.ReadDir(dir)), func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), LogSuffix+SwapSuffix) }) {
+			swapsCompleted++
+		}
+		r, err := Open(dir, cfg, WithFS(crash), WithClock(clock.Now), WithLogger(testLogger(t)),
+			WithRecoveryPoint(leo), WithHighWatermark(math.MaxInt64))
+		require.NoError(t, err, "reopen after step %d", k)
+		require.Equal(t, aborted, r.AbortedTransactions(0, math.MaxInt64), "step %d", k)
+		require.Equal(t, leo, r.LastStableOffset(), "step %d", k)
+		require.NoError(t, r.Close())
+	}
+	require.Positive(t, swapsCompleted, "some crashes leave a swap to complete")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
