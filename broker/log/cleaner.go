@@ -190,8 +190,9 @@ func (l *Log) planLocked(nowMs int64) (*cleanPlan, error) {
 	if p.firstDirty < l.logStartOffset || p.firstDirty > l.logEndOffset {
 		p.firstDirty = l.logStartOffset
 	}
-	// The dirty section ends before the active segment, at the high
-	// watermark (the last stable offset once transactions exist) and
+	// The dirty section ends before the active segment, at the last
+	// stable offset (at most the high watermark; Kafka's
+	// firstUncleanableDirtyOffset) and
 	// before the first segment holding records newer than
 	// min.compaction.lag.ms.
 	p.firstUncleanable = min(l.active().baseOffset, l.lastStableOffsetLocked())

@@ -14,9 +14,12 @@ import (
 
 // Producer-state snapshots of a Log (<offset>.snapshot, format in
 // broker/log/checkpoint). A snapshot named S holds the producer state
-// implied by every batch below offset S. They exist so that opening a log
-// does not replay the whole log to rebuild producer state, and so that the
-// state of producers whose batches retention deleted survives a restart.
+// implied by every batch below offset S, open transactions included (each
+// entry's currentTxnFirstOffset and coordinatorEpoch, as Kafka writes
+// them; loading one reopens those transactions). They exist so that
+// opening a log does not replay the whole log to rebuild producer state,
+// and so that the state of producers whose batches retention deleted
+// survives a restart.
 //
 // When they are written:
 //

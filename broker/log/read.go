@@ -65,7 +65,8 @@ const (
 // Read returns the file region holding the batches from offset on: at most
 // maxBytes, except that the first batch is returned whole even when it is
 // larger, and nothing at or above maxOffset (pass the high watermark for
-// consumers, a negative value or the log end offset for no limit). Reading
+// read_uncommitted consumers, a negative value or the log end offset for
+// no limit; read_committed fetches use ReadCommitted). Reading
 // at the log end offset returns an empty region; below the log start offset
 // or above the log end offset it is ErrOffsetOutOfRange. No record bytes
 // are copied.
