@@ -231,7 +231,11 @@ func (l *Log) rebuildProducerState(limit int64) error {
 			return fmt.Errorf("rebuild transaction index of %s: %w", l.dir, err)
 		}
 		if t.gen != gen {
+			// The next flush fsyncs it even below the recovery point.
 			rewritten++
+			if seg := l.segments[i]; !slices.Contains(l.rolledUnsynced, seg) {
+				l.rolledUnsynced = append(l.rolledUnsynced, seg)
+			}
 		}
 	}
 	l.txnRebuildBelow = math.MaxInt64

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -628,14 +629,14 @@ func TestCleanCrashKeepsAbortedTransactions(t *testing.T) {
 		faulty := vfs.NewFaulty(mem, nil)
 		l := openCompacted(t, faulty, dir, cfg, clock, WithCleanShutdown(true), WithHighWatermark(math.MaxInt64))
 		var crash *vfs.MemFS
-		n := 0
+		var n atomic.Int64
 		faulty.SetInjector(vfs.InjectorFunc(func(op vfs.Op, path string) error {
 			switch op {
 			case vfs.OpRename, vfs.OpSync, vfs.OpSyncDir, vfs.OpRemove, vfs.OpWrite, vfs.OpCreate, vfs.OpTruncate:
 			default:
 				return nil
 			}
-			if n++; n != k {
+			if n.Add(1) != int64(k) {
 				return nil
 			}
 			require.NoError(t, mem.SyncDir(dir))
@@ -644,7 +645,7 @@ func TestCleanCrashKeepsAbortedTransactions(t *testing.T) {
 		}))
 		st, err := l.Compact(CleanOptions{Force: true})
 		faulty.SetInjector(nil)
-		if n < k {
+		if n.Load() < int64(k) {
 			require.NoError(t, err)
 			require.True(t, st.Cleaned)
 			require.Equal(t, aborted, l.AbortedTransactions(0, math.MaxInt64))
