@@ -396,6 +396,18 @@ func TestFollowerTxnStateEqualsLeader(t *testing.T) {
 		require.Equal(t, leader.LastStableOffset(), f.LastStableOffset())
 		require.Equal(t, leader.AbortedTransactions(0, math.MaxInt64), f.AbortedTransactions(0, math.MaxInt64))
 	}
+	// As a new leader, the follower completes the open transactions.
+	open := oneChunk.OngoingTransactions()
+	require.NotEmpty(t, open)
+	for _, o := range open {
+		_, err := oneChunk.AppendMarker(o.ProducerID, 0, 5, false, 1, 1_800_000_000_000)
+		require.NoError(t, err)
+	}
+	require.Empty(t, oneChunk.OngoingTransactions())
+	oneChunk.SetHighWatermark(oneChunk.LogEndOffset())
+	require.Equal(t, oneChunk.LogEndOffset(), oneChunk.LastStableOffset())
+	require.Len(t, oneChunk.AbortedTransactions(0, math.MaxInt64), len(m.aborted)+len(open))
+
 	leader.closeLog()
 	byBatch.closeLog()
 	require.Equal(t, dirFiles(t, leader.dir), dirFiles(t, byBatch.dir))
