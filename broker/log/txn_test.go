@@ -304,3 +304,25 @@ func TestAppendMarkerOnClosedLog(t *testing.T) {
 	_, err = l.AppendMarker(1, 0, 0, true, 0, 1)
 	require.True(t, errors.Is(err, ErrClosed), "%v", err)
 }
+
+// TestMarkerMatchesKafka compares AppendMarker's batches with two COMMIT
+// markers Apache Kafka 3.0 wrote, as its dump tool printed them
+// (tombentley/klog's SegmentDumpReaderTest: producerId 0, producerEpoch
+// 0, partitionLeaderEpoch 0, coordinatorEpoch 4, size 78): the CRC covers
+// every byte from the attributes on, so equal CRCs and sizes mean equal
+// batches but for the base offset.
+func TestMarkerMatchesKafka(t *testing.T) {
+	x := newTxnLog(t, nil, smallConfig())
+	for _, m := range []struct {
+		createTime int64
+		crc        uint32
+	}{{1632840911601, 4234329125}, {1632840912595, 1079808135}} {
+		info, err := x.AppendMarker(0, 0, 4, true, 0, m.createTime)
+		require.NoError(t, err)
+		ri, err := x.Read(info.FirstOffset, 1000, -1)
+		require.NoError(t, err)
+		b := record.Batch(regionBytes(t, ri.Region))
+		require.Equal(t, 78, b.Size())
+		require.Equal(t, m.crc, b.CRC())
+	}
+}
