@@ -688,3 +688,27 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestKafkaTxnIndexValues is the scenario of Kafka's
+// LogSegmentTest.testRecoverTransactionIndex, with its expected entry:
+// pid 5's transaction at 100-101, pid 10's at 102-103, plain records at
+// 104-105, pid 10 aborts at 106, pid 5 commits at 107 → one entry (10,
+// 102, 106, lastStableOffset 100). Appended, and rebuilt by recovery.
+func TestKafkaTxnIndexValues(t *testing.T) {
+	x := &txnLog{testLog: openTestLog(t, nil, smallConfig(), WithLogStartOffset(100)),
+		epoch: map[int64]int16{}, seq: map[int64]int32{5: 100, 10: 100}, ts: 1_700_000_000_000}
+	require.Equal(t, int64(100), x.data(5, 2).FirstOffset)
+	require.Equal(t, int64(102), x.data(10, 2).FirstOffset)
+	x.plain(2)
+	require.Equal(t, int64(106), x.end(10, false).FirstOffset)
+	require.Equal(t, int64(107), x.end(5, true).FirstOffset)
+	want := []AbortedTxn{{ProducerID: 10, FirstOffset: 102, LastOffset: 106, LastStableOffset: 100}}
+	require.Equal(t, want, readTxnIndexFile(t, FileName(x.dir, 100, TxnIndexSuffix)))
+
+	x.Log.closeWithoutFlush()
+	x.Log = nil
+	require.NoError(t, os.Remove(FileName(x.dir, 100, TxnIndexSuffix)))
+	x.reopen(WithLogStartOffset(100), WithRecoveryPoint(100))
+	require.Equal(t, int64(108), x.LogEndOffset())
+	require.Equal(t, want, readTxnIndexFile(t, FileName(x.dir, 100, TxnIndexSuffix)))
+}
