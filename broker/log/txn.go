@@ -152,15 +152,14 @@ func (l *Log) FetchOffsetSnapshot() OffsetSnapshot {
 // (Kafka's collectAbortedTransactions), from the transaction indexes of
 // the segment holding startOffset and the later ones, in marker order.
 //
-// It takes the log's lock for itself, so the result matches the data of
-// a separate read only if nothing changed the log in between. A fetch
-// must get both from one view: use ReadCommitted, which reads the data
-// and its aborted transactions under one lock, or, with Read, pass as
-// upperBoundOffset an offset the read returned no data at or above (the
-// ReadInfo's LastStableOffset for a read bounded by it). Entries
-// describing transactions that truncation removed afterwards are the
-// risk: a truncation also removes their data, so a region read before it
-// and aborted transactions read after it may disagree.
+// It takes the log's lock for itself. A fetch must take the data and
+// their aborted transactions from one view of the log: use ReadCommitted,
+// which does both under one hold of the lock. A caller that reads with
+// Read must at least pass as upperBoundOffset the ReadInfo's
+// LastStableOffset (the read's bound): a marker appended after the read
+// then only concerns a transaction that began at or above it, which the
+// bound excludes; but a truncation between the two calls can still make
+// them disagree.
 func (l *Log) AbortedTransactions(startOffset, upperBoundOffset int64) []AbortedTxn {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
