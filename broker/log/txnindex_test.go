@@ -712,3 +712,19 @@ func TestKafkaTxnIndexValues(t *testing.T) {
 	require.Equal(t, int64(108), x.LogEndOffset())
 	require.Equal(t, want, readTxnIndexFile(t, FileName(x.dir, 100, TxnIndexSuffix)))
 }
+
+func TestTruncateFullyForgetsTransactions(t *testing.T) {
+	x := newTxnLog(t, nil, smallConfig())
+	x.data(1, 1)
+	x.end(1, false)
+	x.data(2, 1)
+	x.hwToEnd()
+	require.NotEmpty(t, txnIndexFiles(t, x.dir))
+	require.NoError(t, x.TruncateFullyAndStartAt(50))
+	require.Empty(t, txnIndexFiles(t, x.dir))
+	require.Empty(t, x.OngoingTransactions())
+	require.Empty(t, x.AbortedTransactions(0, math.MaxInt64))
+	require.Equal(t, int64(50), x.LastStableOffset())
+	_, ok := x.Producer(2)
+	require.False(t, ok)
+}
