@@ -192,9 +192,8 @@ func (l *Log) planLocked(nowMs int64) (*cleanPlan, error) {
 	}
 	// The dirty section ends before the active segment, at the last
 	// stable offset (at most the high watermark; Kafka's
-	// firstUncleanableDirtyOffset) and
-	// before the first segment holding records newer than
-	// min.compaction.lag.ms.
+	// firstUncleanableDirtyOffset) and before the first segment holding
+	// records newer than min.compaction.lag.ms.
 	p.firstUncleanable = min(l.active().baseOffset, l.lastStableOffsetLocked())
 	if lag := l.cfg.MinCompactionLagMs; lag > 0 {
 		for i := max(l.floorSegment(p.firstDirty), 0); i < len(l.segments)-1; i++ {
