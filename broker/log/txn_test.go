@@ -326,3 +326,42 @@ func TestMarkerMatchesKafka(t *testing.T) {
 		require.Equal(t, m.crc, b.CRC())
 	}
 }
+
+// BenchmarkAppendTransactional compares leader appends of 1 KiB
+// idempotent batches with the same batches in transactions of 10
+// batches, each closed by a COMMIT marker (the partition's share of a
+// transaction's cost).
+func BenchmarkAppendTransactional(b *testing.B) {
+	for _, txn := range []bool{false, true} {
+		b.Run(fmt.Sprintf("transactional=%v", txn), func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.MaxIndexSize = 1 << 20
+			l, err := Open(b.TempDir()+"/t-0", cfg, WithFS(vfs.NewMem()))
+			require.NoError(b, err)
+			defer l.Close()
+			opts := record.DefaultBatchOptions()
+			opts.ProducerID, opts.ProducerEpoch, opts.Transactional = 1, 0, txn
+			bl := record.NewBuilder(opts)
+			bl.Append(1, []byte("key"), make([]byte, 1024), nil)
+			batch, err := bl.Build()
+			require.NoError(b, err)
+			seq := int32(0)
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			for b.Loop() {
+				binary.BigEndian.PutUint32(batch[record.BaseSequenceOffset:], uint32(seq))
+				record.Batch(batch).UpdateCRC()
+				if _, err := l.Append(batch, 0); err != nil {
+					b.Fatal(err)
+				}
+				seq++
+				if txn && seq%10 == 0 {
+					if _, err := l.AppendMarker(1, 0, 0, true, 0, 1); err != nil {
+						b.Fatal(err)
+					}
+				}
+				l.SetHighWatermark(l.LogEndOffset())
+			}
+		})
+	}
+}
