@@ -20,7 +20,7 @@ import (
 // offsets and Duplicate set; a fenced epoch is ErrInvalidProducerEpoch and
 // a sequence gap ErrOutOfOrderSequence.
 func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
-	info, needFlush, err := l.appendLeader(batch, leaderEpoch)
+	info, needFlush, err := l.appendLeader(batch, leaderEpoch, false)
 	if err == nil && needFlush {
 		err = l.Flush(info.LastOffset + 1)
 	}
@@ -41,7 +41,7 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 // flushed runs on the flusher goroutine and must not block or call back
 // into the log.
 func (l *Log) AppendAsync(batch []byte, leaderEpoch int32, flushed func(error)) (info AppendInfo, pending bool, err error) {
-	info, needFlush, err := l.appendLeader(batch, leaderEpoch)
+	info, needFlush, err := l.appendLeader(batch, leaderEpoch, false)
 	if err != nil || !needFlush {
 		return info, false, err
 	}
@@ -107,8 +107,9 @@ func (l *Log) takeFlushWaiters(take func(flushWaiter) bool) []flushWaiter {
 }
 
 // appendLeader is Append up to the flush: it reports whether
-// flush.messages calls for one.
-func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendInfo, bool, error) {
+// flush.messages calls for one. marker says the batch is a transaction
+// marker built by AppendMarker (clients may not send control batches).
+func (l *Log) appendLeader(batch []byte, leaderEpoch int32, marker bool) (AppendInfo, bool, error) {
 	bt, err := record.Validate(batch)
 	if err != nil {
 		return AppendInfo{}, false, fmt.Errorf("append to %s: %w: %w", l.dir, ErrInvalidBatch, err)
@@ -120,10 +121,10 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendInfo, bool, e
 	if count <= 0 || int64(count) != int64(delta)+1 {
 		return AppendInfo{}, false, fmt.Errorf("append to %s: %w: record count %d does not match lastOffsetDelta %d", l.dir, ErrInvalidBatch, count, delta)
 	}
-	if bt.IsControl() {
+	if bt.IsControl() != marker {
 		return AppendInfo{}, false, fmt.Errorf("append to %s: %w: clients may not write control batches", l.dir, ErrInvalidBatch)
 	}
-	idempotent := bt.ProducerID() >= 0
+	idempotent := bt.ProducerID() >= 0 && !marker
 	if idempotent && bt.BaseSequence() < 0 {
 		return AppendInfo{}, false, fmt.Errorf("append to %s: %w: producer %d sent sequence %d", l.dir, ErrInvalidBatch, bt.ProducerID(), bt.BaseSequence())
 	}
@@ -136,6 +137,12 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendInfo, bool, e
 	if int64(len(batch)) > l.cfg.MaxMessageBytes {
 		l.mu.Unlock()
 		return AppendInfo{}, false, fmt.Errorf("append %d bytes to %s (max.message.bytes %d): %w", len(batch), l.dir, l.cfg.MaxMessageBytes, ErrBatchTooLarge)
+	}
+	if marker {
+		if err := l.producers.CheckMarker(bt.ProducerID(), bt.ProducerEpoch(), markerCoordinatorEpoch(bt)); err != nil {
+			l.mu.Unlock()
+			return AppendInfo{}, false, fmt.Errorf("append marker to %s: %w", l.dir, err)
+		}
 	}
 	if idempotent {
 		if dup, err := l.producers.CheckAppend(bt); err != nil {
@@ -174,8 +181,12 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32) (AppendInfo, bool, e
 		return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
 	l.logEndOffset = last + 1
-	if idempotent {
-		l.producers.Update(bt)
+	if bt.ProducerID() >= 0 {
+		if err := l.applyBatch(bt, l.indexAbort(seg)); err != nil {
+			l.fail(err)
+			l.mu.Unlock()
+			return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.dir, err)
+		}
 	}
 	if leaderEpoch >= 0 {
 		if _, err := l.epochs.Assign(leaderEpoch, base); err != nil {

@@ -190,11 +190,11 @@ func (l *Log) planLocked(nowMs int64) (*cleanPlan, error) {
 	if p.firstDirty < l.logStartOffset || p.firstDirty > l.logEndOffset {
 		p.firstDirty = l.logStartOffset
 	}
-	// The dirty section ends before the active segment, at the high
-	// watermark (the last stable offset once transactions exist) and
-	// before the first segment holding records newer than
-	// min.compaction.lag.ms.
-	p.firstUncleanable = min(l.active().baseOffset, l.highWatermark)
+	// The dirty section ends before the active segment, at the last
+	// stable offset (at most the high watermark; Kafka's
+	// firstUncleanableDirtyOffset) and before the first segment holding
+	// records newer than min.compaction.lag.ms.
+	p.firstUncleanable = min(l.active().baseOffset, l.lastStableOffsetLocked())
 	if lag := l.cfg.MinCompactionLagMs; lag > 0 {
 		for i := max(l.floorSegment(p.firstDirty), 0); i < len(l.segments)-1; i++ {
 			s := l.segments[i]
@@ -402,7 +402,7 @@ func (l *Log) cleanGroup(p *cleanPlan, om *offsetMap, segs []*Segment, sizes []i
 	defer func() {
 		if !ok {
 			cleaned.closeHandles()
-			for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+			for _, suf := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
 				_ = l.fsys.Remove(FileName(l.dir, base, suf+CleanedSuffix))
 				_ = l.fsys.Remove(FileName(l.dir, base, suf+SwapSuffix))
 			}
@@ -433,6 +433,19 @@ func (l *Log) cleanGroup(p *cleanPlan, om *offsetMap, segs []*Segment, sizes []i
 	}
 	if err := cleaned.onBecomeInactive(); err != nil {
 		return 0, err
+	}
+	// The aborted transactions of the old segments stay indexed: the
+	// cleaner does not remove aborted records yet (Kafka's transaction
+	// rules for the cleaner are not implemented), so every entry is still
+	// needed by read_committed fetches.
+	var aborted []AbortedTxn
+	l.mu.RLock()
+	for _, s := range segs {
+		aborted = append(aborted, s.txnIndex.entries...)
+	}
+	l.mu.RUnlock()
+	if _, err := cleaned.txnIndex.setEntries(aborted); err != nil {
+		return 0, fmt.Errorf("clean %s: %w", l.dir, err)
 	}
 	if err := cleaned.flush(); err != nil {
 		return 0, fmt.Errorf("clean %s: %w", l.dir, err)
@@ -467,6 +480,7 @@ func (l *Log) createCleaned(base int64) (*Segment, error) {
 		return nil, err
 	}
 	s.index, s.timeIndex = idx, tidx
+	s.txnIndex = newTransactionIndex(l.fsys, FileName(l.dir, base, TxnIndexSuffix+CleanedSuffix), base)
 	s.maxTs = TimestampOffset{Timestamp: -1, Offset: base}
 	s.loaded.Store(true)
 	return s, nil
@@ -476,8 +490,12 @@ func (l *Log) createCleaned(base int64) (*Segment, error) {
 // suffix+to (the .log last) and points s at each new name as soon as its
 // file is renamed (the indexes open their files by name).
 func (l *Log) renameSegmentFiles(s *Segment, from, to string) error {
-	for _, suf := range []string{IndexSuffix, TimeIndexSuffix, LogSuffix} {
+	for _, suf := range []string{IndexSuffix, TimeIndexSuffix, TxnIndexSuffix, LogSuffix} {
 		src, dst := FileName(l.dir, s.baseOffset, suf+from), FileName(l.dir, s.baseOffset, suf+to)
+		if suf == TxnIndexSuffix && !s.txnIndex.exists {
+			s.setFileName(suf, dst)
+			continue
+		}
 		if err := l.fsys.Rename(src, dst); err != nil {
 			return fmt.Errorf("clean %s: rename %s: %w", l.dir, src, err)
 		}

@@ -9,7 +9,8 @@
 // # Files of a segment
 //
 // Every file of a segment is named by the segment's base offset, zero
-// padded to 20 digits: 00000000000000030626.log, .index, .timeindex.
+// padded to 20 digits: 00000000000000030626.log, .index, .timeindex and,
+// once the segment holds an ABORT marker, .txnindex.
 //
 //	.log: record batches back to back (format in broker/record)
 //
@@ -38,6 +39,18 @@
 //	  Preallocated to segment.index.bytes/12*12; one slot is kept for the
 //	  entry appended at roll and close, so a closed segment's last entry is
 //	  its largest timestamp (what retention.ms uses).
+//
+//	.txnindex: 34-byte entries, one per aborted transaction whose ABORT
+//	marker is in this segment, in marker order (txnindex.go)
+//
+//	+-----------+------------+-------------+------------+------------------+
+//	| version   | producerId | firstOffset | lastOffset | lastStableOffset |
+//	| int16 = 0 | int64      | int64       | int64 =    | int64: oldest    |
+//	|           |            | (1st data)  | marker     | other open txn's |
+//	|           |            |             |            | first, or last+1 |
+//	+-----------+------------+-------------+------------+------------------+
+//	  Not preallocated; the file exists only while it has entries. Each
+//	  entry is written when its marker is appended (the flush fsyncs it).
 //
 // Index entries are written with Kafka's rule (LogSegment.append): if more
 // than index.interval.bytes were appended since the last entry, add the
@@ -71,7 +84,9 @@
 //
 // Idempotent producers (batches with a producer id) are deduplicated per
 // partition as Kafka does (producerstate.go): for each producer id the log
-// keeps the epoch and the last five batches' sequence and offset ranges.
+// keeps the epoch, the last five batches' sequence and offset ranges, the
+// coordinator epoch of its last transaction marker and the first offset
+// of its open transaction, if any.
 // Append checks a batch against them before it gets offsets: a retry of one
 // of those five is answered with its original offsets and not written, an
 // older epoch is fenced, a sequence gap refused. The state is persisted in
@@ -91,6 +106,24 @@
 // its offset to the log end, so the state is always what the log (after
 // recovery) implies; truncation does the same from the snapshots that
 // remain below the new end (producersnap.go has the rules).
+//
+// # Transactions
+//
+// A transactional batch of a producer without an open transaction opens
+// one at its base offset; a control batch with a COMMIT or ABORT marker
+// (AppendMarker on the leader, replicated on followers) closes it
+// (txnstate.go). The last stable offset is min(first offset of the oldest
+// transaction that is open or whose marker is not yet below the high
+// watermark, high watermark): a read_committed fetch (ReadCommitted) reads
+// below it and gets, from the same view, the aborted transactions that
+// overlap what it read, from the .txnindex files (txn.go). Every path that
+// puts a batch into the log applies it to the producer state the same
+// way, batch by batch (leader append, follower append, replay at load or
+// truncation), so a follower's state and .txnindex equal the leader's and
+// a new leader knows every open transaction. The replay also makes the
+// .txnindex entries of the markers it passes equal to what it derives, so
+// recovery, truncation and a damaged index leave the indexes the log
+// implies.
 //
 // # Invariants
 //
@@ -114,7 +147,11 @@
 //     start below LogEndOffset.
 //   - Producer snapshots are named at or below LogEndOffset; the producer
 //     state equals the newest snapshot plus the log's idempotent batches
-//     from its offset on.
+//     and markers from its offset on.
+//   - LogStartOffset ≤ LastStableOffset ≤ HighWatermark. Every .txnindex
+//     entry's lastOffset is an ABORT marker of its segment, entries
+//     increase in lastOffset, and the open transactions are those whose
+//     first offset is above their producer's last marker.
 //
 // # Recovery
 //

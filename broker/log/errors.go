@@ -73,6 +73,15 @@ var (
 	// or its data been deleted by retention). It is kept for broker/api's
 	// error map.
 	ErrUnknownProducerID = errors.New("log: unknown producer id")
+	// ErrTransactionCoordinatorFenced is TRANSACTION_COORDINATOR_FENCED: a
+	// transaction marker carries a coordinator epoch older than the one of
+	// the producer's last marker in this partition (a zombie coordinator).
+	// Nothing was appended.
+	ErrTransactionCoordinatorFenced = errors.New("log: transaction coordinator fenced")
+	// ErrInvalidTxnState is INVALID_TXN_STATE: a producer with an open
+	// transaction in this partition sent a non-transactional batch.
+	// Nothing was appended.
+	ErrInvalidTxnState = errors.New("log: invalid transaction state")
 )
 
 // CorruptError reports where a file is damaged. Offset is the byte position

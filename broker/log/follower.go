@@ -112,13 +112,18 @@ func (l *Log) appendChunk(chunk []byte, first, last, maxTs, offsetOfMaxTs int64)
 	}
 	l.logEndOffset = last + 1
 	// Replicated batches update producer state unchecked (Kafka's
-	// Replication origin), so that this replica can take over as leader.
+	// Replication origin), so that this replica can take over as leader,
+	// batch by batch as the leader did: so the transaction index entries
+	// (their last stable offsets) are the leader's, byte for byte.
 	for p := 0; p < len(chunk); {
 		bt := record.Batch(chunk[p:])
+		bt = bt[:bt.Size()]
 		if bt.ProducerID() >= 0 {
-			l.producers.Update(bt)
+			if err := l.applyBatch(bt, l.indexAbort(seg)); err != nil {
+				return err
+			}
 		}
-		p += bt.Size()
+		p += len(bt)
 	}
 	return nil
 }

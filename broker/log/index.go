@@ -182,6 +182,26 @@ func (idx *OffsetIndex) Lookup(target int64) OffsetPosition {
 	return idx.Entry(i)
 }
 
+// upperBoundOffset returns the offset of the first entry whose position is
+// ≥ position (Kafka's fetchUpperBoundOffset): every batch that starts
+// before position holds only offsets below it. ok is false when no entry
+// lies at or after position.
+func (idx *OffsetIndex) upperBoundOffset(position int64) (int64, bool) {
+	lo, hi := 0, idx.x.entries()
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int64(idx.pos(m)) < position {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == idx.x.entries() {
+		return 0, false
+	}
+	return idx.baseOffset + int64(idx.rel(lo)), true
+}
+
 // TruncateTo removes the entries whose offset is ≥ offset.
 func (idx *OffsetIndex) TruncateTo(offset int64) error {
 	i := idx.slotFor(offset)

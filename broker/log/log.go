@@ -279,6 +279,11 @@ type Log struct {
 	producers    *ProducerStateManager
 	snapshots    []int64
 	pendingSnaps []pendingSnapshot
+	// txnRebuildBelow is set at load to the base of the lowest segment
+	// whose .txnindex must be rebuilt (it was corrupt, or came from an
+	// interrupted cleaner swap): the producer-state replay then starts at
+	// or below it. MaxInt64 otherwise.
+	txnRebuildBelow int64
 
 	wg sync.WaitGroup // the async flusher started at roll
 
@@ -335,6 +340,7 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 		cfg:          cfg,
 
 		firstDirtyOffset: o.cleanerOffset,
+		txnRebuildBelow:  math.MaxInt64,
 	}
 	if _, err := l.fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		// The log dir itself is made durably; the partition directory's
@@ -558,6 +564,7 @@ func (l *Log) SetHighWatermark(hw int64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.highWatermark = min(max(hw, l.logStartOffset), l.logEndOffset)
+	l.producers.OnHighWatermarkUpdated(l.highWatermark)
 	return l.highWatermark
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/qk-project/qk/broker/log/checkpoint"
@@ -13,9 +14,12 @@ import (
 
 // Producer-state snapshots of a Log (<offset>.snapshot, format in
 // broker/log/checkpoint). A snapshot named S holds the producer state
-// implied by every batch below offset S. They exist so that opening a log
-// does not replay the whole log to rebuild producer state, and so that the
-// state of producers whose batches retention deleted survives a restart.
+// implied by every batch below offset S, open transactions included (each
+// entry's currentTxnFirstOffset and coordinatorEpoch, as Kafka writes
+// them; loading one reopens those transactions). They exist so that
+// opening a log does not replay the whole log to rebuild producer state,
+// and so that the state of producers whose batches retention deleted
+// survives a restart.
 //
 // When they are written:
 //
@@ -77,15 +81,6 @@ func (l *Log) Producer(producerID int64) (ProducerEntry, bool) {
 	return l.producers.Producer(producerID)
 }
 
-// LastStableOffset is the offset below which every transaction is decided.
-// Without transactions it is the high watermark; once transactions exist
-// it becomes min(HW, first offset of the oldest open transaction).
-func (l *Log) LastStableOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.highWatermark
-}
-
 // RemoveExpiredProducers forgets the producers idle for
 // producer.id.expiration.ms (the Manager runs it with retention) and
 // returns how many were removed. Snapshots keep them until they are
@@ -115,11 +110,14 @@ func (l *Log) loadProducerState(clean bool) error {
 	if !clean {
 		limit = max(l.recoveryPoint, l.logStartOffset)
 	}
+	txnIndexes := map[int64]bool{}
 	for _, e := range entries {
 		name := e.Name()
 		off, suffix, ok := ParseFileName(name)
 		switch {
 		case !ok:
+		case suffix == TxnIndexSuffix:
+			txnIndexes[off] = true
 		case suffix == SnapshotSuffix+".tmp":
 			if err := l.remove(name); err != nil {
 				return err
@@ -135,20 +133,54 @@ func (l *Log) loadProducerState(clean bool) error {
 		}
 	}
 	slices.Sort(l.snapshots)
-	return l.rebuildProducerState()
+	if err := l.loadTxnIndexes(txnIndexes); err != nil {
+		return err
+	}
+	return l.rebuildProducerState(min(l.logEndOffset, l.txnRebuildBelow))
+}
+
+// loadTxnIndexes reads the .txnindex files of the segments (those named
+// in present exist). A corrupt one is emptied and the producer-state
+// replay made to start at or below its segment (txnRebuildBelow), which
+// rebuilds it from the markers in the log.
+func (l *Log) loadTxnIndexes(present map[int64]bool) error {
+	for _, seg := range l.segments {
+		if !present[seg.baseOffset] {
+			continue
+		}
+		err := seg.txnIndex.load()
+		var ce *CorruptError
+		switch {
+		case errors.As(err, &ce):
+			l.lg.Warn("transaction index corrupt, rebuilding it from the log", "segment", seg.txnIndex.path, "err", err)
+			seg.txnIndex.entries = nil
+			l.txnRebuildBelow = min(l.txnRebuildBelow, seg.baseOffset)
+		case err != nil:
+			return err
+		}
+	}
+	return nil
 }
 
 // rebuildProducerState sets the producer state from the newest snapshot
-// (pending or on disk; all are at or below the log end offset) and a
-// replay of the batches from its offset to the log end. A snapshot that
-// cannot be read is deleted and the next older one tried. The caller
-// holds mu (or owns l).
-func (l *Log) rebuildProducerState() error {
+// at or below limit (pending or on disk; all are at or below the log end
+// offset) and a replay of the batches from its offset to the log end. A
+// snapshot that cannot be read is deleted and the next older one tried.
+//
+// The transaction indexes are made to match the replay: in the segments
+// from the one holding the replay's start, the entries of markers at or
+// above it are replaced by those the replay produces (files are rewritten
+// only where that changes them). So after a truncation, a recovery or a
+// damaged index, the indexes are what the log implies, and a clean start
+// (replay from the snapshot at the log end) touches nothing. limit below
+// the log end forces the replay to cover a segment whose index must be
+// rebuilt. The caller holds mu (or owns l).
+func (l *Log) rebuildProducerState(limit int64) error {
 	nowMs := l.nowMs()
 	from := l.segments[0].baseOffset
 	loaded := false
 	for !loaded {
-		off, data, pending, ok := l.latestSnapshot()
+		off, data, pending, ok := l.latestSnapshotAtOrBelow(limit)
 		if !ok {
 			l.producers.Reset()
 			break
@@ -172,12 +204,45 @@ func (l *Log) rebuildProducerState() error {
 		from = max(from, off)
 		loaded = true
 	}
-	n, err := l.replayProducers(from)
+	first := max(l.floorSegment(from), 0)
+	aborts := make([][]AbortedTxn, len(l.segments)-first)
+	n, err := l.replayProducers(from, func(i int, a AbortedTxn) {
+		aborts[i-first] = append(aborts[i-first], a)
+	})
 	if err != nil {
 		return fmt.Errorf("rebuild producer state of %s: %w", l.dir, err)
 	}
+	rewritten := 0
+	for i := first; i < len(l.segments); i++ {
+		t := l.segments[i].txnIndex
+		var want []AbortedTxn
+		for _, a := range t.entries {
+			if a.LastOffset < from {
+				want = append(want, a)
+			}
+		}
+		want = append(want, aborts[i-first]...)
+		gen := t.gen
+		changed, err := t.setEntries(want)
+		if changed {
+			l.dirGen++
+		}
+		if err != nil {
+			return fmt.Errorf("rebuild transaction index of %s: %w", l.dir, err)
+		}
+		if t.gen != gen {
+			// The next flush fsyncs it even below the recovery point.
+			rewritten++
+			if seg := l.segments[i]; !slices.Contains(l.rolledUnsynced, seg) {
+				l.rolledUnsynced = append(l.rolledUnsynced, seg)
+			}
+		}
+	}
+	l.txnRebuildBelow = math.MaxInt64
+	l.producers.OnHighWatermarkUpdated(max(l.highWatermark, l.logStartOffset))
 	if n > 0 || l.producers.Len() > 0 {
-		l.lg.Info("loaded producer state", "producers", l.producers.Len(), "from_offset", from, "batches_replayed", n)
+		l.lg.Info("loaded producer state", "producers", l.producers.Len(), "from_offset", from, "batches_replayed", n,
+			"open_transactions", len(l.producers.ongoing), "transaction_indexes_rewritten", rewritten)
 	}
 	return nil
 }
@@ -185,22 +250,39 @@ func (l *Log) rebuildProducerState() error {
 // latestSnapshot returns the newest snapshot: its offset and, if it is
 // still pending, its bytes.
 func (l *Log) latestSnapshot() (offset int64, data []byte, pending, ok bool) {
-	if n := len(l.pendingSnaps); n > 0 {
-		p := l.pendingSnaps[n-1]
-		if len(l.snapshots) == 0 || p.offset >= l.snapshots[len(l.snapshots)-1] {
-			return p.offset, p.data, true, true
+	return l.latestSnapshotAtOrBelow(math.MaxInt64)
+}
+
+// latestSnapshotAtOrBelow is latestSnapshot among those at or below limit.
+func (l *Log) latestSnapshotAtOrBelow(limit int64) (offset int64, data []byte, pending, ok bool) {
+	var p *pendingSnapshot
+	for i := len(l.pendingSnaps) - 1; i >= 0; i-- {
+		if l.pendingSnaps[i].offset <= limit {
+			p = &l.pendingSnaps[i]
+			break
 		}
 	}
-	if n := len(l.snapshots); n > 0 {
-		return l.snapshots[n-1], nil, false, true
+	onDisk := int64(-1)
+	if i, found := slices.BinarySearch(l.snapshots, limit); found {
+		onDisk = l.snapshots[i]
+	} else if i > 0 {
+		onDisk = l.snapshots[i-1]
+	}
+	switch {
+	case p != nil && p.offset >= onDisk:
+		return p.offset, p.data, true, true
+	case onDisk >= 0:
+		return onDisk, nil, false, true
 	}
 	return 0, nil, false, false
 }
 
-// replayProducers applies every idempotent batch whose last offset is ≥
-// from to the producer state, reading only batch headers. It returns how
+// replayProducers applies every batch with a producer id whose last
+// offset is ≥ from to the producer state, reading only batch headers (and
+// the records of control batches), and hands each aborted transaction to
+// abort with the index of the segment holding its marker. It returns how
 // many batches it applied. The caller holds mu (or owns l).
-func (l *Log) replayProducers(from int64) (int, error) {
+func (l *Log) replayProducers(from int64, abort func(seg int, a AbortedTxn)) (int, error) {
 	n := 0
 	if from >= l.logEndOffset {
 		return 0, nil
@@ -218,7 +300,10 @@ func (l *Log) replayProducers(from int64) (int, error) {
 			}
 			pos = p
 		}
-		m, err := l.replaySegment(seg, pos, from)
+		m, err := l.replaySegment(seg, pos, from, func(a AbortedTxn) error {
+			abort(i, a)
+			return nil
+		})
 		n += m
 		if err != nil {
 			return n, err
@@ -227,7 +312,7 @@ func (l *Log) replayProducers(from int64) (int, error) {
 	return n, nil
 }
 
-func (l *Log) replaySegment(seg *Segment, pos, from int64) (int, error) {
+func (l *Log) replaySegment(seg *Segment, pos, from int64, abort func(AbortedTxn) error) (int, error) {
 	hs := newHeaderScanner(seg.log, seg.size)
 	defer hs.release()
 	n := 0
@@ -241,7 +326,17 @@ func (l *Log) replaySegment(seg *Segment, pos, from int64) (int, error) {
 		}
 		if h.magic == record.MagicV2 && h.lastOffset >= from {
 			if bt := record.Batch(hs.header(pos)); bt.ProducerID() >= 0 {
-				l.producers.Update(bt)
+				if bt.IsControl() {
+					// A marker's record says COMMIT or ABORT.
+					raw := make([]byte, h.size)
+					if _, err := seg.log.ReadAt(raw, pos); err != nil {
+						return n, fmt.Errorf("read %s at %d: %w", seg.logPath, pos, err)
+					}
+					bt = raw
+				}
+				if err := l.applyBatch(bt, abort); err != nil {
+					return n, err
+				}
 				n++
 			}
 		}
@@ -312,7 +407,7 @@ func (l *Log) truncateProducerState() error {
 	if err := l.deleteSnapshotsIf(func(off int64) bool { return off > leo }); err != nil {
 		l.lg.Warn("producer snapshot not deleted", "err", err)
 	}
-	return l.rebuildProducerState()
+	return l.rebuildProducerState(leo)
 }
 
 // deleteSnapshotsBeforeRecoveryPoint deletes the snapshots no longer

@@ -41,12 +41,14 @@ type BatchMetadata struct {
 // ProducerBatchesRetained; after a restart from a snapshot only the last
 // batch is known (the snapshot format keeps one), as in Kafka.
 type ProducerEntry struct {
-	ProducerID       int64
-	Epoch            int16
-	Batches          []BatchMetadata
-	CoordinatorEpoch int32 // -1: transactions are not implemented
+	ProducerID int64
+	Epoch      int16
+	Batches    []BatchMetadata
+	// CoordinatorEpoch is the coordinator epoch of the producer's last
+	// transaction marker, -1 before the first.
+	CoordinatorEpoch int32
 	// CurrentTxnFirstOffset is the first offset of the producer's open
-	// transaction, -1 when none (always, until transactions exist).
+	// transaction, -1 when none.
 	CurrentTxnFirstOffset int64
 	LastTimestamp         int64
 }
@@ -128,10 +130,18 @@ func (s *producerState) entry(id int64) ProducerEntry {
 // rebuilds it exactly (minus batches older than the last per producer
 // when starting from a snapshot).
 //
-// Transactions are out of scope: transactional batches are sequenced like
-// idempotent ones, CoordinatorEpoch stays -1 and CurrentTxnFirstOffset -1.
+// It also tracks transactions (txnstate.go): a transactional batch of a
+// producer without an open transaction opens one at its base offset, a
+// COMMIT or ABORT marker completes it, and the open ones (ongoing) and the
+// completed ones whose marker the high watermark has not passed yet
+// (unreplicated) give the first unstable offset.
 type ProducerStateManager struct {
 	producers map[int64]*producerState
+	// ongoing are the open transactions, unreplicated the completed ones
+	// whose marker is at or above the high watermark; both ordered by
+	// first offset (Kafka's ongoingTxns and unreplicatedTxns).
+	ongoing      []txnMetadata
+	unreplicated []txnMetadata
 }
 
 // NewProducerStateManager returns an empty manager.
@@ -183,7 +193,12 @@ func inSequence(last, next int32) bool {
 //   - a higher epoch must start at sequence 0, else ErrOutOfOrderSequence;
 //   - the same epoch must continue at last sequence + 1 (MaxInt32 wraps to
 //     0), else ErrOutOfOrderSequence: a gap, or a retry of a batch older
-//     than the window.
+//     than the window;
+//   - a non-transactional batch while the producer's transaction is open
+//     is ErrInvalidTxnState (Kafka's InvalidTxnStateException).
+//
+// Transactional batches are checked like idempotent ones; a transactional
+// batch of a producer without an open transaction opens one (Update).
 func (m *ProducerStateManager) CheckAppend(bt record.Batch) (BatchMetadata, error) {
 	id, epoch, firstSeq := bt.ProducerID(), bt.ProducerEpoch(), bt.BaseSequence()
 	s, ok := m.producers[id]
@@ -217,6 +232,10 @@ func (m *ProducerStateManager) CheckAppend(bt record.Batch) (BatchMetadata, erro
 				ErrOutOfOrderSequence, id, epoch, firstSeq, nextSequence(last))
 		}
 	}
+	if s.txnFirstOffset >= 0 && !bt.IsTransactional() {
+		return BatchMetadata{}, fmt.Errorf("%w: producer %d sent a non-transactional batch while its transaction from offset %d is open",
+			ErrInvalidTxnState, id, s.txnFirstOffset)
+	}
 	return BatchMetadata{}, nil
 }
 
@@ -229,19 +248,43 @@ func nextSequence(last int32) int32 {
 
 // Update records a batch that is in the log (ProducerID ≥ 0, offsets
 // assigned): an appended one, a replicated one, or one replayed at load.
-// It does not validate: whatever is in the log is the truth. A control
-// batch (a transaction marker) moves the epoch but adds no batch.
-func (m *ProducerStateManager) Update(bt record.Batch) {
+// It does not validate: whatever is in the log is the truth (Kafka's
+// REPLICATION origin). A data batch is remembered for deduplication; a
+// transactional one opens a transaction at its base offset if the
+// producer has none open. A control batch must be whole (its first record
+// is read): a COMMIT or ABORT marker moves the epoch, sets the
+// coordinator epoch and closes the producer's open transaction, which is
+// returned (ok) for the caller to index (an ABORT) and then hand to
+// CompleteTxn. A marker for a producer without an open transaction
+// completes nothing (Kafka writes it all the same). A control batch
+// whose records cannot be read, or that holds none, changes nothing.
+func (m *ProducerStateManager) Update(bt record.Batch) (done CompletedTxn, ok bool) {
 	id := bt.ProducerID()
-	s, ok := m.producers[id]
-	if !ok {
+	var marker record.EndTxnMarker
+	var typ record.ControlType
+	if bt.IsControl() {
+		var isMarker bool
+		var err error
+		typ, marker, isMarker, err = bt.TxnMarker()
+		if err != nil || !isMarker {
+			return CompletedTxn{}, false
+		}
+	}
+	s, found := m.producers[id]
+	if !found {
 		s = &producerState{epoch: bt.ProducerEpoch(), coordinatorEpoch: -1, txnFirstOffset: -1}
 		m.producers[id] = s
 	}
 	s.setEpoch(bt.ProducerEpoch())
 	if bt.IsControl() {
+		if s.txnFirstOffset >= 0 {
+			done = CompletedTxn{ProducerID: id, FirstOffset: s.txnFirstOffset, LastOffset: bt.BaseOffset(), IsAborted: typ == record.ControlAbort}
+			ok = true
+		}
+		s.coordinatorEpoch = marker.CoordinatorEpoch
+		s.txnFirstOffset = -1
 		s.lastTimestamp = bt.MaxTimestamp()
-		return
+		return done, ok
 	}
 	s.addBatch(BatchMetadata{
 		FirstSeq:    bt.BaseSequence(),
@@ -251,6 +294,11 @@ func (m *ProducerStateManager) Update(bt record.Batch) {
 		OffsetDelta: bt.LastOffsetDelta(),
 		Timestamp:   bt.MaxTimestamp(),
 	})
+	if bt.IsTransactional() && s.txnFirstOffset < 0 {
+		s.txnFirstOffset = bt.BaseOffset()
+		m.addOngoing(txnMetadata{producerID: id, firstOffset: s.txnFirstOffset, lastOffset: -1})
+	}
+	return CompletedTxn{}, false
 }
 
 // RemoveExpired forgets every producer whose last timestamp is at least
@@ -295,7 +343,7 @@ func (m *ProducerStateManager) Snapshot() []checkpoint.ProducerSnapshotEntry {
 // LoadSnapshot replaces the state with a snapshot's entries, skipping
 // producers already expired at nowMs (as Kafka's loadFromSnapshot does).
 func (m *ProducerStateManager) LoadSnapshot(entries []checkpoint.ProducerSnapshotEntry, nowMs, expirationMs int64) {
-	clear(m.producers)
+	m.Reset()
 	for _, e := range entries {
 		if nowMs-e.Timestamp >= expirationMs && e.CurrentTxnFirstOffset < 0 {
 			continue
@@ -317,8 +365,16 @@ func (m *ProducerStateManager) LoadSnapshot(entries []checkpoint.ProducerSnapsho
 			})
 		}
 		m.producers[e.ProducerID] = s
+		if s.txnFirstOffset >= 0 {
+			m.ongoing = append(m.ongoing, txnMetadata{producerID: e.ProducerID, firstOffset: s.txnFirstOffset, lastOffset: -1})
+		}
 	}
+	slices.SortFunc(m.ongoing, compareTxns)
 }
 
-// Reset forgets every producer.
-func (m *ProducerStateManager) Reset() { clear(m.producers) }
+// Reset forgets every producer and transaction.
+func (m *ProducerStateManager) Reset() {
+	clear(m.producers)
+	m.ongoing = m.ongoing[:0]
+	m.unreplicated = m.unreplicated[:0]
+}

@@ -40,6 +40,12 @@ type ReadInfo struct {
 	LogStartOffset    int64
 	LogEndOffset      int64
 	HighWatermark     int64
+	// LastStableOffset is the last stable offset when the read was made.
+	LastStableOffset int64
+	// AbortedTransactions are set by ReadCommitted: the aborted
+	// transactions overlapping the region (a Fetch's
+	// aborted_transactions: their ProducerID and FirstOffset).
+	AbortedTransactions []AbortedTxn
 }
 
 // OffsetForTimestamp is the answer to FetchOffsetByTimestamp.
@@ -59,7 +65,8 @@ const (
 // Read returns the file region holding the batches from offset on: at most
 // maxBytes, except that the first batch is returned whole even when it is
 // larger, and nothing at or above maxOffset (pass the high watermark for
-// consumers, a negative value or the log end offset for no limit). Reading
+// read_uncommitted consumers, a negative value or the log end offset for
+// no limit; read_committed fetches use ReadCommitted). Reading
 // at the log end offset returns an empty region; below the log start offset
 // or above the log end offset it is ErrOffsetOutOfRange. No record bytes
 // are copied.
@@ -80,18 +87,26 @@ func (l *Log) ReadRetained(offset int64, maxBytes int32, maxOffset int64) (ReadI
 func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, retain bool) (ReadInfo, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	info, _, err := l.readLocked(offset, maxBytes, maxOffset, retain)
+	return info, err
+}
+
+// readLocked is read under mu (held by the caller); it also returns the
+// index of the segment the region is in (-1 for no region).
+func (l *Log) readLocked(offset int64, maxBytes int32, maxOffset int64, retain bool) (ReadInfo, int, error) {
 	info := ReadInfo{FetchOffset: offset, LogStartOffset: l.logStartOffset, LogEndOffset: l.logEndOffset, HighWatermark: l.highWatermark}
 	if l.segments == nil {
-		return info, ErrClosed
+		return info, -1, ErrClosed
 	}
+	info.LastStableOffset = l.lastStableOffsetLocked()
 	if offset < l.logStartOffset || offset > l.logEndOffset {
-		return info, fmt.Errorf("read %s at %d (log start %d, end %d): %w", l.dir, offset, l.logStartOffset, l.logEndOffset, ErrOffsetOutOfRange)
+		return info, -1, fmt.Errorf("read %s at %d (log start %d, end %d): %w", l.dir, offset, l.logStartOffset, l.logEndOffset, ErrOffsetOutOfRange)
 	}
 	if maxOffset < 0 || maxOffset > l.logEndOffset {
 		maxOffset = l.logEndOffset
 	}
 	if offset >= maxOffset || maxBytes < 0 {
-		return info, nil
+		return info, -1, nil
 	}
 	maxIdx := l.floorSegment(maxOffset)
 	for i := max(l.floorSegment(offset), 0); i < len(l.segments) && i <= maxIdx; i++ {
@@ -100,7 +115,7 @@ func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, retain bool) (
 		if i == maxIdx && maxOffset < l.logEndOffset {
 			p, _, found, err := seg.translateOffset(maxOffset, 0)
 			if err != nil {
-				return info, err
+				return info, -1, err
 			}
 			if found {
 				maxPos = p
@@ -108,11 +123,11 @@ func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, retain bool) (
 		}
 		pos, n, found, err := seg.read(offset, int64(maxBytes), maxPos, true)
 		if err != nil {
-			return info, err
+			return info, -1, err
 		}
 		if found {
 			if pos >= maxPos {
-				return info, nil
+				return info, -1, nil
 			}
 			info.Region = FileRegion{File: seg.log, Position: pos, Length: n}
 			if retain {
@@ -120,10 +135,10 @@ func (l *Log) read(offset int64, maxBytes int32, maxOffset int64, retain bool) (
 				info.Region.seg = seg
 			}
 			info.SegmentBaseOffset = seg.baseOffset
-			return info, nil
+			return info, i, nil
 		}
 	}
-	return info, nil
+	return info, -1, nil
 }
 
 // FetchOffsetByTimestamp answers ListOffsets: for a real timestamp, the

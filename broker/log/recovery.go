@@ -325,6 +325,9 @@ func (l *Log) completeSwap(base int64, bases map[int64]bool) error {
 			return err
 		}
 	}
+	// The transaction index is rebuilt from the markers by the
+	// producer-state replay, which must then start at or below base.
+	l.txnRebuildBelow = min(l.txnRebuildBelow, base)
 	if err := l.fsys.Rename(swapPath, FileName(l.dir, base, LogSuffix)); err != nil {
 		return fmt.Errorf("complete swap %s: %w", swapPath, err)
 	}

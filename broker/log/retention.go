@@ -38,6 +38,9 @@ func (l *Log) incrementLogStartOffset(offset int64, reason string) {
 	l.lg.Info("incremented log start offset", "offset", offset, "reason", reason)
 	l.logStartOffset = offset
 	l.highWatermark = max(l.highWatermark, offset)
+	// Completed transactions whose marker is now below the log start
+	// offset (or the raised high watermark) are stable.
+	l.producers.OnHighWatermarkUpdated(l.highWatermark)
 	if err := l.epochs.TruncateFromStart(offset); err != nil {
 		l.lg.Warn("leader epoch checkpoint not written", "err", err)
 	}

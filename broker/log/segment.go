@@ -110,6 +110,9 @@ type Segment struct {
 	loaded    atomic.Bool
 	index     *OffsetIndex
 	timeIndex *TimeIndex
+	// txnIndex is the .txnindex (txnindex.go); its entries are loaded by
+	// the Log at open (loadTxnIndexes), not lazily.
+	txnIndex *TransactionIndex
 	// maxTs is the largest timestamp so far and the (batch last) offset
 	// that carries it; set by load, append, recover and truncate.
 	maxTs TimestampOffset
@@ -131,7 +134,8 @@ type Segment struct {
 // them).
 func createSegment(fsys vfs.FS, dir string, base int64, cfg segmentConfig, nowMs int64, lg *slog.Logger, fresh bool) (*Segment, error) {
 	s := &Segment{fsys: fsys, dir: dir, lg: lg, baseOffset: base, cfg: cfg, logPath: FileName(dir, base, LogSuffix),
-		created: nowMs, rollingTs: -1, rollingTsKnown: true}
+		created: nowMs, rollingTs: -1, rollingTsKnown: true,
+		txnIndex: newTransactionIndex(fsys, FileName(dir, base, TxnIndexSuffix), base)}
 	if !fresh {
 		for _, suf := range []string{IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
 			if err := fsys.Remove(FileName(dir, base, suf)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -157,7 +161,7 @@ func createSegment(fsys vfs.FS, dir string, base int64, cfg segmentConfig, nowMs
 // indexes are loaded lazily.
 func openSegment(fsys vfs.FS, dir string, base int64, cfg segmentConfig, nowMs int64, lg *slog.Logger) (*Segment, error) {
 	s := &Segment{fsys: fsys, dir: dir, lg: lg, baseOffset: base, cfg: cfg, logPath: FileName(dir, base, LogSuffix),
-		created: nowMs, rollingTs: -1}
+		created: nowMs, rollingTs: -1, txnIndex: newTransactionIndex(fsys, FileName(dir, base, TxnIndexSuffix), base)}
 	f, err := fsys.OpenFile(s.logPath, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open segment %s: %w", s.logPath, err)
@@ -695,6 +699,7 @@ type segmentSync struct {
 	indexes   bool // the indexes were loaded
 	index     indexFlush
 	timeIndex indexFlush
+	txnIndex  txnIndexFlush
 }
 
 // claimIndexFlushes claims the buffered index entries for syncFiles to
@@ -702,9 +707,9 @@ type segmentSync struct {
 // lock and flushMu, and calls syncFiles before releasing flushMu.
 func (s *Segment) claimIndexFlushes() segmentSync {
 	if !s.loaded.Load() {
-		return segmentSync{}
+		return segmentSync{txnIndex: s.txnIndex.claimFlush()}
 	}
-	return segmentSync{indexes: true, index: s.index.x.claimFlush(), timeIndex: s.timeIndex.x.claimFlush()}
+	return segmentSync{indexes: true, index: s.index.x.claimFlush(), timeIndex: s.timeIndex.x.claimFlush(), txnIndex: s.txnIndex.claimFlush()}
 }
 
 // syncFiles fsyncs the .log and writes and fsyncs the index files (each
@@ -715,6 +720,9 @@ func (s *Segment) claimIndexFlushes() segmentSync {
 // for it). The caller holds flushMu, which keeps the files' names and
 // the claimed entries stable.
 func (s *Segment) syncFiles(p segmentSync) error {
+	if err := p.txnIndex.run(); err != nil {
+		return err
+	}
 	if !p.indexes {
 		if err := s.log.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", s.logPath, err)
@@ -827,6 +835,10 @@ func (s *Segment) setFileName(suf, path string) {
 	case TimeIndexSuffix:
 		if s.timeIndex != nil {
 			s.timeIndex.x.path = path
+		}
+	case TxnIndexSuffix:
+		if s.txnIndex != nil {
+			s.txnIndex.path = path
 		}
 	}
 }

@@ -42,6 +42,16 @@ func (l *Log) TruncateTo(offset int64) (bool, error) {
 		return true, err
 	}
 	offset = end
+	// Kafka's LogSegment.truncateTo cuts the transaction index with the
+	// log; the producer-state rebuild below then finds it as it wants it.
+	removed, err := l.active().txnIndex.truncateTo(offset)
+	if removed {
+		l.dirGen++
+	}
+	if err != nil {
+		l.failed = err
+		return true, err
+	}
 	l.logEndOffset = offset
 	if err := l.epochs.TruncateFromEnd(offset); err != nil {
 		l.lg.Warn("leader epoch checkpoint not written", "err", err)

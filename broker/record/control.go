@@ -1,6 +1,9 @@
 package record
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"errors"
+)
 
 // ControlType is the type of a control record, stored in its key after an
 // int16 version. Transaction markers (ABORT, COMMIT) are the only ones a
@@ -105,3 +108,37 @@ func (m EndTxnMarker) AppendTo(dst []byte) []byte {
 	dst = binary.BigEndian.AppendUint16(dst, 0)
 	return binary.BigEndian.AppendUint32(dst, uint32(m.CoordinatorEpoch))
 }
+
+// TxnMarker reads the transaction marker of a control batch: the type and
+// END_TXN value of its first record, as Kafka's ProducerAppendInfo does
+// (EndTransactionMarker.deserialize of the batch's first record). ok is
+// false, with no error, when the batch holds no record (the cleaner
+// emptied it) or its first record is a control record of another type
+// (LEADER_CHANGE, KRaft records): neither completes a transaction. A
+// record that cannot be decoded is an error.
+func (b Batch) TxnMarker() (t ControlType, m EndTxnMarker, ok bool, err error) {
+	errStop := errFirstRecord
+	err = b.Iterate(func(r *Record) error {
+		t, err = ParseControlKey(r.Key)
+		if err != nil {
+			return err
+		}
+		if t.IsTxnMarker() {
+			m, err = ParseEndTxnMarker(r.Value)
+			if err != nil {
+				return err
+			}
+			ok = true
+		}
+		return errStop
+	})
+	if err == errStop {
+		err = nil
+	}
+	if err != nil {
+		return ControlUnknown, EndTxnMarker{}, false, err
+	}
+	return t, m, ok, nil
+}
+
+var errFirstRecord = errors.New("record: first record read")

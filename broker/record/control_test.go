@@ -137,3 +137,45 @@ func TestBuildControlBatchKafka30(t *testing.T) {
 	_, err = BuildControlBatch(DefaultBatchOptions(), 1, ControlLeaderChange, 0)
 	require.Error(t, err)
 }
+
+func TestBatchTxnMarker(t *testing.T) {
+	opts := DefaultBatchOptions()
+	opts.ProducerID, opts.ProducerEpoch = 5, 2
+	b, err := BuildControlBatch(opts, 100, ControlAbort, 17)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, m, ok, err := Batch(b).TxnMarker()
+	if err != nil || !ok || typ != ControlAbort || m.CoordinatorEpoch != 17 {
+		t.Fatalf("TxnMarker = %v %+v %v %v", typ, m, ok, err)
+	}
+	// An emptied control batch (the cleaner's) and a non-marker control
+	// record complete nothing.
+	opts.Control, opts.Transactional = true, true
+	empty, err := NewBuilder(opts).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok, err := Batch(empty).TxnMarker(); ok || err != nil {
+		t.Fatalf("empty control batch: ok %v err %v", ok, err)
+	}
+	lb := NewBuilder(opts)
+	lb.Append(100, AppendControlKey(nil, ControlLeaderChange), []byte{0, 0}, nil)
+	leader, err := lb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ, _, ok, err := Batch(leader).TxnMarker(); ok || err != nil || typ != ControlLeaderChange {
+		t.Fatalf("leader change: %v %v %v", typ, ok, err)
+	}
+	// A marker value too short is corrupt.
+	cb := NewBuilder(opts)
+	cb.Append(100, AppendControlKey(nil, ControlCommit), []byte{0, 0, 1}, nil)
+	bad, err := cb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := Batch(bad).TxnMarker(); err == nil {
+		t.Fatal("short marker value accepted")
+	}
+}
