@@ -18,6 +18,7 @@ import (
 	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/txncoord"
 )
 
 // The broker's side of the controller's requests: Kafka's
@@ -208,17 +209,23 @@ func controlErrorCode(err error) int16 {
 // __consumer_offsets this broker now leads (loading their groups) and
 // resign those it no longer leads.
 func (s *Server) updateCoordinator(states []replica.PartitionState, errs map[log.TopicPartition]error) {
-	if s.groups == nil {
-		return
-	}
 	for _, st := range states {
-		if st.Topic != group.Topic {
-			continue
-		}
-		if _, failed := errs[log.TopicPartition{Topic: st.Topic, Partition: st.Partition}]; !failed && st.Leader == s.static.BrokerID {
-			s.groups.OnLeader(st.Partition, st.LeaderEpoch)
-		} else {
-			s.groups.OnResign(st.Partition)
+		_, failed := errs[log.TopicPartition{Topic: st.Topic, Partition: st.Partition}]
+		leads := !failed && st.Leader == s.static.BrokerID
+		switch {
+		case st.Topic == group.Topic && s.groups != nil:
+			if leads {
+				s.groups.OnLeader(st.Partition, st.LeaderEpoch)
+			} else {
+				s.groups.OnResign(st.Partition)
+			}
+		case st.Topic == txncoord.Topic && s.txn != nil:
+			// The coordinator epoch is the partition's leader epoch.
+			if leads {
+				s.txn.OnLeader(st.Partition, st.LeaderEpoch)
+			} else {
+				s.txn.OnResign(st.Partition)
+			}
 		}
 	}
 }
@@ -270,6 +277,9 @@ func (s *Server) stopReplica(req *kmsg.StopReplicaRequest) *kmsg.StopReplicaResp
 		rp.Topic, rp.Partition = st.tp.Topic, st.tp.Partition
 		if st.tp.Topic == group.Topic && s.groups != nil {
 			s.groups.OnResign(st.tp.Partition)
+		}
+		if st.tp.Topic == txncoord.Topic && s.txn != nil {
+			s.txn.OnResign(st.tp.Partition)
 		}
 		delete(s.hosted, st.tp)
 		if err := s.replicas.StopReplica(st.tp.Topic, st.tp.Partition, st.del); err != nil {

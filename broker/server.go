@@ -38,6 +38,7 @@ import (
 	"github.com/qk-project/qk/broker/replica"
 	"github.com/qk-project/qk/broker/replica/fetcher"
 	"github.com/qk-project/qk/broker/replica/quota"
+	"github.com/qk-project/qk/broker/txncoord"
 	"github.com/qk-project/qk/broker/vfs"
 )
 
@@ -102,6 +103,8 @@ type Server struct {
 	fetches     *purgatory.Purgatory[purgatory.Key]
 	produces    *purgatory.Purgatory[purgatory.Key]
 	groups      *group.Coordinator
+	txn         *txncoord.Coordinator
+	txnMarkers  *txnMarkers
 	ready       atomic.Bool
 	// lastOfLocalCluster: the other brokers of this process's local
 	// cluster have stopped, so a controlled shutdown has no broker to
@@ -625,6 +628,8 @@ func (s *Server) Start() (err error) {
 		Logger:         s.lg,
 		Clock:          s.now,
 	})
+	pids := metadata.NewProducerIDs(s.store, cfg.BrokerID, s.lg)
+	s.txn = s.newTxnCoordinator(pids)
 	s.api = api.New(api.Config{
 		BrokerID:               cfg.BrokerID,
 		Broker:                 s.cfg.Load,
@@ -639,6 +644,8 @@ func (s *Server) Start() (err error) {
 		LeaderQuota:            s.leaderQuota,
 		Quotas:                 s.clientQuotas,
 		Groups:                 s.groups,
+		Txn:                    s.txn,
+		ProducerIDs:            pids,
 		LogDirs:                slices.Clone(cfg.LogDirs),
 		Logger:                 s.lg,
 		Clock:                  s.now,
@@ -961,6 +968,10 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if s.groups != nil {
 		// Waiting joins and syncs are answered (NOT_COORDINATOR).
 		s.groups.Close()
+	}
+	if s.txn != nil {
+		s.txn.Close()
+		s.txnMarkers.close()
 	}
 	if s.net != nil {
 		if err := s.net.Shutdown(ctx); err != nil {

@@ -17,7 +17,7 @@ import (
 func TestLibrdkafkaTransactions(t *testing.T) {
 	b := startBroker(t, withSet("transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1"))
 	createTopic(t, b.admin(), "rdk-txn", 3, nil)
-	cmd := exec.CommandContext(ctxFor(t, 2*time.Minute), "python3", "testdata/rdkafka_txn.py", b.addr, "rdk-txn")
+	cmd := exec.CommandContext(ctxFor(t, 2*time.Minute), debianPython, "testdata/rdkafka_txn.py", b.addr, "rdk-txn")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("rdkafka_txn.py: %v\n%s", err, tail(string(out), 8<<10))
@@ -39,3 +39,7 @@ func TestLibrdkafkaTransactions(t *testing.T) {
 		t.Fatalf("read_committed read %v, want the committed keys %v (and none of a0..a9)", got, want)
 	}
 }
+
+// debianPython is Debian's interpreter, the one python3-confluent-kafka
+// is installed for (a python3 earlier on PATH, pyenv's say, lacks it).
+const debianPython = "/usr/bin/python3"

@@ -46,8 +46,12 @@ import (
 //   of the last five batches is answered with its original base offset;
 //   a gap is OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch
 //   INVALID_PRODUCER_EPOCH
-// * Transactional batches: INVALID_TXN_STATE (qk has no transaction
-//   coordinator yet)
+// * Transactional batches (with the request's transactional id, else
+//   INVALID_REQUEST) open the producer's transaction on the partition at
+//   their first offset; the log refuses an old epoch
+//   (INVALID_PRODUCER_EPOCH) and a plain batch inside an open
+//   transaction (INVALID_TXN_STATE). KIP-890's verification with the
+//   coordinator before the first append is not done yet
 // * acks=-1: NOT_ENOUGH_REPLICAS before the append when the ISR is
 //   smaller than min.insync.replicas; after it, the partition's answer
 //   waits in the produce purgatory until the high watermark passes the
@@ -304,8 +308,10 @@ func (h *Handler) producePartition(c *call, snap *controller.Snapshot, topic str
 	if err != nil {
 		return log.AppendInfo{}, false, err
 	}
-	if batch.IsTransactional() {
-		return log.AppendInfo{}, false, fmt.Errorf("%w: qk has no transaction coordinator", kerr.InvalidTxnState)
+	if batch.IsTransactional() && req.TransactionID == nil {
+		// Kafka's ProduceRequest validation: transactional records come
+		// only with the producer's transactional id.
+		return log.AppendInfo{}, false, fmt.Errorf("%w: transactional records without a transactional id", kerr.InvalidRequest)
 	}
 	cfg := p.Config()
 	if err := h.checkTimestamps(batch, cfg); err != nil {

@@ -31,8 +31,10 @@ import (
 //   progress); later regions are cut at their limit, which may leave a
 //   partial batch at the end, as Kafka does
 // * Consumers read up to the high watermark; read_committed up to the last
-//   stable offset, which without transactions is the high watermark.
-//   Aborted transactions: null for read_uncommitted, [] for read_committed
+//   stable offset (no open or undecided transaction below it), with the
+//   aborted transactions that overlap the records returned, taken from
+//   the same view of the log (log.Log.ReadCommitted). Aborted
+//   transactions: null for read_uncommitted
 // * Followers (replica id >= 0, ReplicaState from v15) read up to the log
 //   end; their fetch offset is their log end offset, which the leader
 //   records (the high watermark follows the ISR). A follower whose
@@ -316,7 +318,7 @@ func (f *delayedFetch) read() {
 				e, end := p.EndOffsetForEpoch(pt.lastFetchedEpoch)
 				if e < pt.lastFetchedEpoch || end < pt.fetchOffset {
 					fp.divergingEpoch, fp.divergingEndOffset = e, end
-					fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.HighWatermark(), p.HighWatermark(), p.Log().LogStartOffset()
+					fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.HighWatermark(), p.LastStableOffset(), p.Log().LogStartOffset()
 					diverged = true
 					f.stop = true
 				}
@@ -334,7 +336,7 @@ func (f *delayedFetch) read() {
 			fp.throttled = true
 			if !p.IsReplicaInSync(replicaID) && h.cfg.LeaderQuota.Exceeded(h.now()) {
 				throttled = true
-				fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.HighWatermark(), p.HighWatermark(), p.Log().LogStartOffset()
+				fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = p.HighWatermark(), p.LastStableOffset(), p.Log().LogStartOffset()
 			}
 		}
 		if err == nil && !diverged && !throttled {
@@ -346,9 +348,15 @@ func (f *delayedFetch) read() {
 				info, err = p.ReadForConsumer(pt.fetchOffset, int32(min(limit, 1<<31-1)), readCommitted)
 			}
 			if err == nil {
-				fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = info.HighWatermark, info.HighWatermark, info.LogStartOffset
+				fp.highWatermark, fp.lastStableOffset, fp.logStartOffset = info.HighWatermark, info.LastStableOffset, info.LogStartOffset
 				if readCommitted {
-					fp.abortedTxns = []abortedTxn{}
+					// From the same view of the log as the records
+					// (log.Log.ReadCommitted), so that no aborted batch
+					// of the region goes unlisted.
+					fp.abortedTxns = make([]abortedTxn, 0, len(info.AbortedTransactions))
+					for _, a := range info.AbortedTransactions {
+						fp.abortedTxns = append(fp.abortedTxns, abortedTxn{producerID: a.ProducerID, firstOffset: a.FirstOffset})
+					}
 				}
 				r := info.Region
 				if !first && r.Length > limit {

@@ -50,10 +50,13 @@ func (h *Handler) handleOffsetFetch(c *call) {
 			for _, p := range t.offsets {
 				rp := kmsg.NewOffsetFetchResponseTopicPartition()
 				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p.partition, p.Offset.Offset, p.LeaderEpoch, &p.Metadata
-				if err != nil {
+				switch {
+				case err != nil:
 					rp.ErrorCode = errorCode(err)
-				} else if t.denied {
+				case t.denied:
 					rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				case p.unstable:
+					rp.ErrorCode = kerr.UnstableOffsetCommit.Code
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
@@ -87,6 +90,8 @@ func (h *Handler) handleOffsetFetch(c *call) {
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p.partition, p.Offset.Offset, p.LeaderEpoch, &p.Metadata
 					if t.denied {
 						rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+					} else if p.unstable {
+						rp.ErrorCode = kerr.UnstableOffsetCommit.Code
 					}
 					rt.Partitions = append(rt.Partitions, rp)
 				}
@@ -116,7 +121,7 @@ func (c *call) fetchOffsets(snap *controller.Snapshot, id string, asked []offset
 	if !c.authorize(acl.Describe, acl.Group, id) {
 		return nil, kerr.GroupAuthorizationFailed
 	}
-	topics, err := c.h.fetchOffsets(snap, id, asked, all)
+	topics, err := c.h.fetchOffsets(snap, id, asked, all, c.version >= 7 && c.req.(*kmsg.OffsetFetchRequest).RequireStable)
 	if err != nil || c.h.authorizer() == nil {
 		return topics, err
 	}
@@ -139,11 +144,14 @@ func (c *call) fetchOffsets(snap *controller.Snapshot, id string, asked []offset
 type fetchedOffset struct {
 	group.Offset
 	partition int32
+	// unstable: require_stable was asked and a transaction's offset is
+	// pending for the partition (UNSTABLE_OFFSET_COMMIT, offset -1).
+	unstable bool
 }
 
 // fetchOffsets answers one group: the asked partitions (offset -1 when
 // none is committed) or, with all, every committed one.
-func (h *Handler) fetchOffsets(snap *controller.Snapshot, id string, asked []offsetTopic, all bool) ([]offsetTopic, error) {
+func (h *Handler) fetchOffsets(snap *controller.Snapshot, id string, asked []offsetTopic, all, requireStable bool) ([]offsetTopic, error) {
 	var tps []group.TopicPartition
 	if !all {
 		tps = []group.TopicPartition{}
@@ -154,6 +162,10 @@ func (h *Handler) fetchOffsets(snap *controller.Snapshot, id string, asked []off
 		}
 	}
 	got, err := h.cfg.Groups.FetchOffsets(id, tps)
+	var unstable map[group.TopicPartition]bool
+	if requireStable && err == nil {
+		unstable = h.cfg.Groups.UnstableOffsets(id, tps)
+	}
 	none := group.Offset{Offset: -1, LeaderEpoch: -1}
 	if all {
 		byTopic := map[string]*offsetTopic{}
@@ -178,11 +190,12 @@ func (h *Handler) fetchOffsets(snap *controller.Snapshot, id string, asked []off
 	for i := range asked {
 		t := &asked[i]
 		for _, p := range t.partitions {
-			o, ok := got[group.TopicPartition{Topic: t.name, Partition: p}]
-			if !ok || err != nil {
+			tp := group.TopicPartition{Topic: t.name, Partition: p}
+			o, ok := got[tp]
+			if !ok || err != nil || unstable[tp] {
 				o = none
 			}
-			t.offsets = append(t.offsets, fetchedOffset{Offset: o, partition: p})
+			t.offsets = append(t.offsets, fetchedOffset{Offset: o, partition: p, unstable: unstable[tp]})
 		}
 	}
 	return asked, err

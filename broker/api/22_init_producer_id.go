@@ -18,9 +18,11 @@ import (
 //   blocks of 1000 reserved in /latest_producer_id_block
 //   (metadata.AllocateProducerIDBlock), so they are unique across
 //   brokers and restarts
-// * A transactional id: COORDINATOR_NOT_AVAILABLE. qk has no transaction
-//   coordinator (and does not serve FindCoordinator), which is what Kafka
-//   answers while no coordinator for the id is available
+// * A transactional id: the transaction coordinator (txn.go), when this
+//   broker leads the id's __transaction_state partition
+//   (NOT_COORDINATOR otherwise): a new producer id or a bumped epoch,
+//   KIP-360's resume with the producer's id and epoch, fencing of an
+//   open transaction (CONCURRENT_TRANSACTIONS, retried by the client)
 //
 // Version notes:
 // * v1: no change; v2: flexible; v3: producer id and epoch (KIP-360)
@@ -44,8 +46,7 @@ func (h *Handler) handleInitProducerID(c *call) {
 		return
 	}
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		c.respond(resp)
+		h.initTransactionalProducerID(c, req, resp)
 		return
 	}
 	ctx, cancel := c.ctx(0)

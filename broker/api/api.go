@@ -22,6 +22,7 @@ import (
 	"github.com/qk-project/qk/broker/replica"
 	"github.com/qk-project/qk/broker/replica/quota"
 	"github.com/qk-project/qk/broker/security/acl"
+	"github.com/qk-project/qk/broker/txncoord"
 )
 
 // Config wires a Handler.
@@ -61,6 +62,9 @@ type Config struct {
 	Quotas *clientquota.Managers
 	// Groups is the group coordinator.
 	Groups *group.Coordinator
+	// Txn is the transaction coordinator; nil answers the transaction
+	// APIs COORDINATOR_NOT_AVAILABLE.
+	Txn *txncoord.Coordinator
 	// LogDirs are the broker's log directories, for DescribeLogDirs.
 	LogDirs []string
 	Logger  *slog.Logger

@@ -71,6 +71,10 @@ func errorCode(err error) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, log.ErrDuplicateSequence):
 		return kerr.DuplicateSequenceNumber.Code
+	case errors.Is(err, log.ErrTransactionCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
+	case errors.Is(err, log.ErrInvalidTxnState):
+		return kerr.InvalidTxnState.Code
 	case errors.Is(err, log.ErrUnknownProducerID):
 		return kerr.UnknownProducerID.Code
 	case errors.Is(err, log.ErrBadConfig):

@@ -9,6 +9,7 @@ import (
 
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/group"
+	"github.com/qk-project/qk/broker/txncoord"
 	"github.com/qk-project/qk/broker/metadata"
 )
 
@@ -17,21 +18,26 @@ import (
 // offsets.topic.num.partitions, replication factor
 // min(offsets.topic.replication.factor, live brokers), compacted.
 func (h *Handler) coordinator(ctx context.Context, key string, keyType int8, listener string) (controller.Broker, error) {
-	if keyType != 0 || h.cfg.Groups == nil {
-		// Transactions (key type 1) have no coordinator yet.
+	topic, create, partitionFor := group.Topic, h.createOffsetsTopic, func(string) int32 { return 0 }
+	switch {
+	case keyType == 0 && h.cfg.Groups != nil:
+		partitionFor = h.cfg.Groups.PartitionFor
+	case keyType == 1 && h.cfg.Txn != nil:
+		topic, create, partitionFor = txncoord.Topic, h.createTransactionTopic, h.cfg.Txn.PartitionFor
+	default:
 		return controller.Broker{}, kerr.CoordinatorNotAvailable
 	}
 	snap := h.cfg.Cache.Snapshot()
-	t, ok := snap.Topics[group.Topic]
+	t, ok := snap.Topics[topic]
 	if !ok {
 		var err error
-		if t, err = h.createOffsetsTopic(ctx); err != nil {
-			h.lg.Warn("cannot create "+group.Topic, "err", err)
+		if t, err = create(ctx); err != nil {
+			h.lg.Warn("cannot create "+topic, "err", err)
 			return controller.Broker{}, kerr.CoordinatorNotAvailable
 		}
 		snap = h.cfg.Cache.Snapshot()
 	}
-	p := h.cfg.Groups.PartitionFor(key)
+	p := partitionFor(key)
 	if int(p) >= len(t.Partitions) {
 		return controller.Broker{}, kerr.CoordinatorNotAvailable
 	}
@@ -43,6 +49,41 @@ func (h *Handler) coordinator(ctx context.Context, key string, keyType int8, lis
 		return controller.Broker{}, kerr.CoordinatorNotAvailable
 	}
 	return b, nil
+}
+
+// createTransactionTopic creates __transaction_state as Kafka's
+// TransactionStateManager asks for it: compacted, uncompressed,
+// transaction.state.log.min.isr, never an unclean leader; its
+// replication factor capped at the live brokers as the offsets topic's.
+func (h *Handler) createTransactionTopic(ctx context.Context) (*controller.Topic, error) {
+	b := h.broker()
+	want := int(b.TransactionStateLogReplicationFactor)
+	live := len(h.cfg.Cache.Snapshot().Brokers)
+	rf := max(min(want, live), 1)
+	if rf < want {
+		h.lg.Warn("transaction.state.log.replication.factor capped at the live brokers",
+			"transaction.state.log.replication.factor", want, "replication_factor", rf, "live_brokers", live)
+	}
+	t, err := h.createTopicFromAnyBroker(ctx, controller.TopicSpec{
+		Name:              txncoord.Topic,
+		NumPartitions:     int32(b.TransactionStateLogNumPartitions),
+		ReplicationFactor: int16(rf),
+		Config: map[string]string{
+			"cleanup.policy":                 "compact",
+			"compression.type":               "uncompressed",
+			"min.insync.replicas":            strconv.Itoa(min(b.TransactionStateLogMinISR, rf)),
+			"segment.bytes":                  strconv.Itoa(b.TransactionStateLogSegmentBytes),
+			"unclean.leader.election.enable": "false",
+		},
+	})
+	if err != nil {
+		if t, ok := h.cfg.Cache.Snapshot().Topics[txncoord.Topic]; ok {
+			return t, nil
+		}
+		return nil, fmt.Errorf("create %s: %w", txncoord.Topic, err)
+	}
+	h.lg.Info("created "+txncoord.Topic, "partitions", b.TransactionStateLogNumPartitions, "replication_factor", rf)
+	return t, nil
 }
 
 func (h *Handler) createOffsetsTopic(ctx context.Context) (*controller.Topic, error) {

@@ -55,6 +55,11 @@ var apis = []api{
 	{key: 21, min: 0, max: 2, handle: (*Handler).handleDeleteRecords, waits: true},
 	{key: 22, min: 0, max: 5, handle: (*Handler).handleInitProducerID, waits: true},
 	{key: 23, min: 0, max: 4, handle: (*Handler).handleOffsetForLeaderEpoch},
+	{key: 24, min: 0, max: 4, handle: (*Handler).handleAddPartitionsToTxn, waits: true},
+	{key: 25, min: 0, max: 3, handle: (*Handler).handleAddOffsetsToTxn, waits: true},
+	{key: 26, min: 0, max: 4, handle: (*Handler).handleEndTxn, waits: true},
+	{key: 27, min: 0, max: 1, handle: (*Handler).handleWriteTxnMarkers, waits: true},
+	{key: 28, min: 0, max: 4, handle: (*Handler).handleTxnOffsetCommit, waits: true},
 	{key: 29, min: 0, max: 3, handle: (*Handler).handleDescribeACLs, waits: true},
 	{key: 30, min: 0, max: 3, handle: (*Handler).handleCreateACLs, waits: true},
 	{key: 31, min: 0, max: 3, handle: (*Handler).handleDeleteACLs, waits: true},
@@ -75,6 +80,8 @@ var apis = []api{
 	{key: 51, min: 0, max: 0, handle: (*Handler).handleAlterUserScramCredentials, waits: true},
 	{key: 56, min: 0, max: 3, handle: (*Handler).handleControl, control: true},
 	{key: 60, min: 0, max: 2, handle: (*Handler).handleDescribeCluster},
+	{key: 65, min: 0, max: 0, handle: (*Handler).handleDescribeTransactions},
+	{key: 66, min: 0, max: 2, handle: (*Handler).handleListTransactions},
 }
 
 // byKey indexes apis by key, and versionKeys is the ApiVersions key

@@ -159,13 +159,15 @@ type Broker struct {
 	OffsetsRetentionCheckMs       int64 `config:"offsets.retention.check.interval.ms"`
 	OffsetsCommitTimeoutMs        int   `config:"offsets.commit.timeout.ms"`
 
-	TransactionStateLogReplicationFactor int16 `config:"transaction.state.log.replication.factor"`
-	TransactionStateLogMinISR            int   `config:"transaction.state.log.min.isr"`
-	TransactionStateLogNumPartitions     int   `config:"transaction.state.log.num.partitions"`
-	TransactionStateLogSegmentBytes      int   `config:"transaction.state.log.segment.bytes"`
-	TransactionMaxTimeoutMs              int   `config:"transaction.max.timeout.ms"`
-	TransactionalIDExpirationMs          int   `config:"transactional.id.expiration.ms"`
-	ProducerIDExpirationMs               int   `config:"producer.id.expiration.ms"`
+	TransactionStateLogReplicationFactor                 int16 `config:"transaction.state.log.replication.factor"`
+	TransactionStateLogMinISR                            int   `config:"transaction.state.log.min.isr"`
+	TransactionStateLogNumPartitions                     int   `config:"transaction.state.log.num.partitions"`
+	TransactionStateLogSegmentBytes                      int   `config:"transaction.state.log.segment.bytes"`
+	TransactionMaxTimeoutMs                              int   `config:"transaction.max.timeout.ms"`
+	TransactionalIDExpirationMs                          int   `config:"transactional.id.expiration.ms"`
+	ProducerIDExpirationMs                               int   `config:"producer.id.expiration.ms"`
+	TransactionAbortTimedOutTransactionCleanupIntervalMs int   `config:"transaction.abort.timed.out.transaction.cleanup.interval.ms"`
+	TransactionRemoveExpiredTransactionCleanupIntervalMs int   `config:"transaction.remove.expired.transaction.cleanup.interval.ms"`
 
 	// SASLMechanismInterBrokerProtocol is sasl.mechanism.inter.broker.protocol,
 	// upper-cased; Load checks that the inter-broker listener enables it

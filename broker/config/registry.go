@@ -353,6 +353,10 @@ var brokerTable = []Key{
 		Doc: "Longest transaction timeout a producer may ask for."},
 	{Name: "transactional.id.expiration.ms", Type: TypeInt, Default: "604800000", Valid: AtLeast(1), Importance: High,
 		Doc: "A transactional id unused for this long expires."},
+	{Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Type: TypeInt, Default: "10000", Valid: AtLeast(1), Importance: Low,
+		Doc: "How often the transaction coordinator aborts transactions older than their transaction.timeout.ms, with an epoch bump that fences their producer."},
+	{Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Type: TypeInt, Default: "3600000", Valid: AtLeast(1), Importance: Low,
+		Doc: "How often the transaction coordinator removes transactional ids idle for transactional.id.expiration.ms."},
 	{Name: "producer.id.expiration.ms", Type: TypeInt, Default: "86400000", Valid: AtLeast(1), Importance: Low,
 		Doc: "A producer id idle for this long is forgotten (its idempotence state dropped)."},
 

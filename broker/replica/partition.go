@@ -390,21 +390,49 @@ func (p *Partition) FollowerState(replica int32) (isr.Follower, bool) {
 // HighWatermark is the offset below which records are committed.
 func (p *Partition) HighWatermark() int64 { return p.log.HighWatermark() }
 
-// LastStableOffset is the offset below which no transaction is open:
-// without transactions, the high watermark.
-func (p *Partition) LastStableOffset() int64 { return p.log.HighWatermark() }
+// LastStableOffset is the offset below which no transaction is open
+// or undecided (log.Log.LastStableOffset): the end of what a
+// read_committed consumer may read.
+func (p *Partition) LastStableOffset() int64 { return p.log.LastStableOffset() }
 
 // ReadForConsumer reads from offset for a consumer: at most maxBytes
 // (the first batch whole even if larger) and nothing at or above the
-// high watermark, which for read_committed is the last stable offset.
-// The region holds its segment file open (log.Log.ReadRetained): the caller
-// must call Region.Release once the bytes are sent or dropped.
+// high watermark; for read_committed nothing at or above the last stable
+// offset, with the aborted transactions of the data read taken from the
+// same view of the log (log.Log.ReadCommitted). The region holds its
+// segment file open (log.Log.ReadRetained): the caller must call
+// Region.Release once the bytes are sent or dropped.
 func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, readCommitted bool) (log.ReadInfo, error) {
-	limit := p.log.HighWatermark()
 	if readCommitted {
-		limit = p.LastStableOffset()
+		return p.log.ReadCommitted(offset, maxBytes, true)
 	}
-	return p.log.ReadRetained(offset, maxBytes, limit)
+	return p.log.ReadRetained(offset, maxBytes, p.log.HighWatermark())
+}
+
+// AppendMarker writes a transaction marker (COMMIT or ABORT) for a
+// producer as the leader, on the coordinator's WriteTxnMarkers: it
+// closes the producer's transaction on this partition. Like a produce
+// with acks=-1 it needs min.insync.replicas in the ISR; the caller waits
+// for the high watermark to pass it (WaitHighWatermark) before it
+// answers, as Kafka's markers are written with acks=all.
+func (p *Partition) AppendMarker(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, nowMs int64) (log.AppendInfo, error) {
+	p.mu.RLock()
+	if err := p.checkLeaderLocked(-1); err != nil {
+		p.mu.RUnlock()
+		return log.AppendInfo{}, err
+	}
+	if len(p.isr) < p.config.MinInsyncReplicas {
+		isr, minISR := len(p.isr), p.config.MinInsyncReplicas
+		p.mu.RUnlock()
+		return log.AppendInfo{}, fmt.Errorf("%w: isr %d, min.insync.replicas %d", ErrNotEnoughReplicas, isr, minISR)
+	}
+	info, err := p.log.AppendMarker(producerID, producerEpoch, coordinatorEpoch, commit, p.leaderEpoch, nowMs)
+	p.mu.RUnlock()
+	if err != nil {
+		return info, err
+	}
+	p.maybeIncrementHighWatermark()
+	return info, nil
 }
 
 // Config is the topic's effective configuration.

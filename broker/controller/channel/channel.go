@@ -52,6 +52,10 @@ type Config struct {
 	// "qk-controller-<ControllerID>", so brokers' request logs name the
 	// controller that sent them.
 	ControllerID int32
+	// ClientID, when set, replaces the "qk-controller-<ControllerID>"
+	// client id (the transaction coordinator's marker sender names
+	// itself as Kafka's does).
+	ClientID string
 	// Logger receives the senders' logs; nil discards them.
 	Logger *slog.Logger
 	// RequestTimeout bounds each step of an attempt: the dial, the
@@ -133,6 +137,9 @@ func New(cfg Config) *Manager {
 		cfg.Dial = d.DialContext
 	}
 	clientID := "qk-controller-" + strconv.Itoa(int(cfg.ControllerID))
+	if cfg.ClientID != "" {
+		clientID = cfg.ClientID
+	}
 	return &Manager{
 		cfg:     cfg,
 		lg:      cfg.Logger.With("component", "controller-channel"),
