@@ -42,12 +42,15 @@ type txnChain struct {
 	parts  int32
 	keys   int
 
+	feeder *kgo.Client
+
 	errs chan error
 	mu   sync.Mutex
 	// seen is, per level, the (partition, offset) of the records read by
 	// committed transactions, with the worker that read it.
-	seen    []map[partOffset]string
-	workers [][]*txnWorker
+	seen      []map[partOffset]string
+	workers   [][]*txnWorker
+	verifiers []*verifier
 	nextID  atomic.Int32
 }
 
@@ -57,11 +60,10 @@ type partOffset struct {
 }
 
 // newTxnChain creates the chain's topics (RF 3, parts partitions) and
-// fills the input with keys records "0".."keys-1", idempotently with
-// acks=all.
+// fills the input with keys records "0".."keys-1" (feed).
 func newTxnChain(t *testing.T, addrs []string, levels int, parts int32, keys int) *txnChain {
 	t.Helper()
-	c := &txnChain{t: t, addrs: addrs, parts: parts, keys: keys, errs: make(chan error, 100)}
+	c := &txnChain{t: t, addrs: addrs, parts: parts, errs: make(chan error, 100)}
 	adm := kadm.NewClient(newPlainClient(t, addrs[0], kgo.SeedBrokers(addrs...)))
 	for i := 0; i <= levels; i++ {
 		name := fmt.Sprintf("chain-%d", i)
@@ -78,13 +80,23 @@ func newTxnChain(t *testing.T, addrs []string, levels int, parts int32, keys int
 			c.workers = append(c.workers, nil)
 		}
 	}
-	cl := newPlainClient(t, addrs[0], kgo.SeedBrokers(addrs...), kgo.RequiredAcks(kgo.AllISRAcks()),
+	c.feeder = newPlainClient(t, addrs[0], kgo.SeedBrokers(addrs...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.DefaultProduceTopic(c.topics[0]), kgo.RecordRetries(1<<30), kgo.UnknownTopicRetries(-1))
+	c.feed(keys)
+	return c
+}
+
+// feed appends n more keys to the input, idempotently with acks=all,
+// and waits until they are acknowledged.
+func (c *txnChain) feed(n int) {
+	c.t.Helper()
 	var wg sync.WaitGroup
 	var failed atomic.Value
-	for k := range keys {
+	for range n {
+		k := c.keys
+		c.keys++
 		wg.Add(1)
-		cl.Produce(ctxFor(t, 2*time.Minute), &kgo.Record{Key: []byte(strconv.Itoa(k)), Value: []byte("v" + strconv.Itoa(k))},
+		c.feeder.Produce(ctxFor(c.t, 2*time.Minute), &kgo.Record{Key: []byte(strconv.Itoa(k)), Value: []byte("v" + strconv.Itoa(k))},
 			func(_ *kgo.Record, err error) {
 				if err != nil {
 					failed.Store(err)
@@ -94,9 +106,8 @@ func newTxnChain(t *testing.T, addrs []string, levels int, parts int32, keys int
 	}
 	wg.Wait()
 	if err, ok := failed.Load().(error); ok {
-		t.Fatalf("fill %s: %v", c.topics[0], err)
+		c.t.Fatalf("feed %s: %v", c.topics[0], err)
 	}
-	return c
 }
 
 // txnWorker is one member of a level's group.
@@ -142,7 +153,12 @@ func (c *txnChain) fail(err error) {
 }
 
 func (c *txnChain) run(w *txnWorker) {
-	defer close(w.done)
+	restarting := false
+	defer func() {
+		if !restarting {
+			close(w.done)
+		}
+	}()
 	in, out := c.topics[w.level-1], c.topics[w.level]
 	sess, err := kgo.NewGroupTransactSession(
 		kgo.SeedBrokers(c.addrs...),
@@ -170,7 +186,8 @@ func (c *txnChain) run(w *txnWorker) {
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		fetches := sess.PollFetches(ctx)
+		// Small transactions, many of them: kills land mid-transaction.
+		fetches := sess.PollRecords(ctx, 100)
 		cancel()
 		if err := fetches.Err0(); errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
 			continue
@@ -193,10 +210,15 @@ func (c *txnChain) run(w *txnWorker) {
 		committed, err := sess.End(ctx, kgo.TryCommit)
 		cancel()
 		if err != nil {
-			// kgo absorbs what a transactional client may retry; what
-			// comes out is fatal (fenced, or a broker answer it does not
-			// expect).
-			c.fail(fmt.Errorf("%s: end transaction: %v", w.id, err))
+			// The outcome is unknown (the coordinator died under the
+			// EndTxn, say): as an application would, start again with
+			// the same transactional id, whose InitProducerId completes
+			// or aborts what this one left. Its reads are not counted:
+			// the outputs say what was committed.
+			c.t.Logf("%s: end transaction: %v; starting a new session", w.id, err)
+			sess.Close()
+			restarting = true
+			go c.run(w)
 			return
 		}
 		if !committed || len(read) == 0 {
@@ -213,6 +235,63 @@ func (c *txnChain) run(w *txnWorker) {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// verifier reads one output topic with read_committed from the start,
+// all along the run, counting each key: a key counted twice is a
+// duplicate (an aborted record read, or a transaction applied twice).
+type verifier struct {
+	topic  string
+	mu     sync.Mutex
+	counts map[string]int
+	pos    map[int32]int64 // next offset per partition (markers included)
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func (c *txnChain) startVerifiers() {
+	for l := 1; l < len(c.topics); l++ {
+		v := &verifier{topic: c.topics[l], counts: map[string]int{}, pos: map[int32]int64{},
+			stop: make(chan struct{}), done: make(chan struct{})}
+		c.verifiers = append(c.verifiers, v)
+		cl := newPlainClient(c.t, c.addrs[0], kgo.SeedBrokers(c.addrs...), kgo.ConsumeTopics(v.topic),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.KeepControlRecords())
+		go func() {
+			defer close(v.done)
+			for {
+				select {
+				case <-v.stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				fs := cl.PollFetches(ctx)
+				cancel()
+				v.mu.Lock()
+				fs.EachRecord(func(r *kgo.Record) {
+					v.pos[r.Partition] = r.Offset + 1
+					if !r.Attrs.IsControl() {
+						v.counts[string(r.Key)]++
+					}
+				})
+				v.mu.Unlock()
+			}
+		}()
+	}
+}
+
+// distinct is how many keys v has read, and how many of them more than
+// once.
+func (v *verifier) distinct() (n, dups int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, k := range v.counts {
+		if k > 1 {
+			dups++
+		}
+	}
+	return len(v.counts), dups
 }
 
 // consumed is how many input records the committed transactions of
@@ -233,32 +312,64 @@ func (c *txnChain) checkErrs() {
 	}
 }
 
-// waitDone waits until every level has consumed all keys. A level reads
-// its input's records (not its markers): keys per level exactly.
+// waitDone waits until every level's output holds every key, as the
+// read_committed verifiers see them; a duplicate fails at once.
 func (c *txnChain) waitDone(timeout time.Duration) {
 	c.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		c.checkErrs()
 		done := true
-		var progress []int
-		for l := 1; l < len(c.topics); l++ {
-			n := c.consumed(l)
-			progress = append(progress, n)
+		var progress []string
+		for l, v := range c.verifiers {
+			n, dups := v.distinct()
+			if dups > 0 {
+				c.diagnose()
+				c.t.Fatalf("%s (level %d): %d keys read more than once with read_committed", v.topic, l+1, dups)
+			}
+			progress = append(progress, fmt.Sprintf("%s %d", v.topic, n))
 			if n < c.keys {
 				done = false
-			}
-			if n > c.keys {
-				c.t.Fatalf("level %d consumed %d records of %d", l, n, c.keys)
 			}
 		}
 		if done {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("the chain did not finish within %v: consumed per level %v of %d", timeout, progress, c.keys)
+			c.diagnose()
+			c.t.Fatalf("the chain did not finish within %v: keys per output %v of %d", timeout, progress, c.keys)
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval
+	}
+}
+
+// diagnose logs what the cluster says about the chain: the transactions,
+// the groups' committed offsets, and each topic's HW and LSO.
+func (c *txnChain) diagnose() {
+	adm := kadm.NewClient(newPlainClient(c.t, c.addrs[0], kgo.SeedBrokers(c.addrs...)))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if l, err := adm.ListTransactions(ctx, nil, nil); err == nil {
+		for _, tx := range l.Sorted() {
+			d, _ := adm.DescribeTransactions(ctx, tx.TxnID)
+			c.t.Logf("transaction %s pid %d %s: %+v", tx.TxnID, tx.ProducerID, tx.State, d[tx.TxnID])
+		}
+	} else {
+		c.t.Logf("list transactions: %v", err)
+	}
+	for l := 1; l < len(c.topics); l++ {
+		g := "chain-level-" + strconv.Itoa(l)
+		off, err := adm.FetchOffsets(ctx, g)
+		c.t.Logf("group %s committed: %v %v", g, off, err)
+	}
+	hw, lso := c.ends(false), c.ends(true)
+	for tp, h := range hw {
+		c.t.Logf("%s-%d HW %d LSO %d", tp.Topic, tp.Partition, h, lso[tp])
+	}
+	for _, v := range c.verifiers {
+		v.mu.Lock()
+		c.t.Logf("verifier %s at %v, %d keys", v.topic, v.pos, len(v.counts))
+		v.mu.Unlock()
 	}
 }
 
@@ -278,48 +389,44 @@ func (c *txnChain) stopWorkers() {
 	}
 }
 
-// verifyOutputs reads every level's output with a read_committed
-// consumer up to its end and requires each key exactly once; then that
-// each partition's last stable offset equals its high watermark.
+// verifyOutputs waits until every verifier has read its topic to its
+// last stable offset, then requires each key exactly once in every
+// output; then that each partition's last stable offset equals its high
+// watermark.
 func (c *txnChain) verifyOutputs() {
 	c.t.Helper()
-	for l := 1; l < len(c.topics); l++ {
-		topic := c.topics[l]
-		cl := newPlainClient(c.t, c.addrs[0], kgo.SeedBrokers(c.addrs...), kgo.ConsumeTopics(topic),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-		count := map[string]int{}
-		n := 0
-		deadline := time.Now().Add(time.Minute)
-		for n < c.keys && time.Now().Before(deadline) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			fs := cl.PollFetches(ctx)
-			cancel()
-			fs.EachRecord(func(r *kgo.Record) {
-				count[string(r.Key)]++
-				n++
-			})
-		}
-		// Anything beyond keys would be duplicates: read a little more.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { count[string(r.Key)]++; n++ })
-		cancel()
+	c.requireStable()
+	lso := c.ends(true)
+	for _, v := range c.verifiers {
+		waitUntil(c.t, time.Minute, v.topic+" read to its end", func() bool {
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			for tp, end := range lso {
+				if tp.Topic == v.topic && v.pos[tp.Partition] < end {
+					return false
+				}
+			}
+			return true
+		})
+		close(v.stop)
+		<-v.done
 		var missing, dups []string
 		for k := range c.keys {
-			switch count[strconv.Itoa(k)] {
+			switch n := v.counts[strconv.Itoa(k)]; n {
 			case 1:
 			case 0:
 				missing = append(missing, strconv.Itoa(k))
 			default:
-				dups = append(dups, fmt.Sprintf("%d×%d", k, count[strconv.Itoa(k)]))
+				dups = append(dups, fmt.Sprintf("%d×%d", k, n))
 			}
 		}
-		if len(missing) > 0 || len(dups) > 0 || n != c.keys {
-			c.t.Fatalf("%s read_committed: %d records for %d keys; missing %d %v; duplicated %d %v",
-				topic, n, c.keys, len(missing), head(missing, 20), len(dups), head(dups, 20))
+		if len(missing) > 0 || len(dups) > 0 || len(v.counts) != c.keys {
+			c.diagnose()
+			c.t.Fatalf("%s read_committed: %d keys of %d; missing %d %v; duplicated %d %v",
+				v.topic, len(v.counts), c.keys, len(missing), head(missing, 20), len(dups), head(dups, 20))
 		}
-		c.t.Logf("%s: every one of %d keys exactly once (read_committed)", topic, c.keys)
+		c.t.Logf("%s: every one of %d keys exactly once (read_committed)", v.topic, c.keys)
 	}
-	c.requireStable()
 }
 
 // requireStable: for every partition of every chain topic, the last
@@ -419,6 +526,7 @@ func TestTransactionalChains(t *testing.T) {
 		addrs = append(addrs, b.addr)
 	}
 	c := newTxnChain(t, addrs, 3, 4, keys)
+	c.startVerifiers()
 	for l := 1; l <= 3; l++ {
 		c.addWorker(l)
 		c.addWorker(l)
@@ -426,7 +534,11 @@ func TestTransactionalChains(t *testing.T) {
 	// Rebalances: one worker joins and one leaves on each level while
 	// the records flow.
 	for l := 1; l <= 3; l++ {
-		waitUntil(t, time.Minute, fmt.Sprintf("level %d under way", l), func() bool { c.checkErrs(); return c.consumed(l) > 0 })
+		waitUntil(t, time.Minute, fmt.Sprintf("level %d under way", l), func() bool {
+			c.checkErrs()
+			n, _ := c.verifiers[l-1].distinct()
+			return n > 0
+		})
 		c.addWorker(l)
 		c.removeWorker(l)
 	}
@@ -454,24 +566,37 @@ func TestTransactionalChainsKilled(t *testing.T) {
 	for _, b := range bs {
 		addrs = append(addrs, b.addr)
 	}
-	c := newTxnChain(t, addrs, 3, 4, keys)
+	c := newTxnChain(t, addrs, 3, 4, keys/(2*rounds+1))
+	c.startVerifiers()
 	for l := 1; l <= 3; l++ {
 		c.addWorker(l)
 		c.addWorker(l)
 	}
 	adm := kadm.NewClient(newPlainClient(t, addrs[0], kgo.SeedBrokers(addrs...)))
+	outputs := func() (sum int, last int) {
+		for _, v := range c.verifiers {
+			n, _ := v.distinct()
+			sum, last = sum+n, n
+		}
+		return sum, last
+	}
 	progress := func(what string) {
 		t.Helper()
-		before := c.consumed(3) + c.consumed(2) + c.consumed(1)
+		before, _ := outputs()
 		waitUntil(t, 2*time.Minute, what, func() bool {
 			c.checkErrs()
-			return c.consumed(3)+c.consumed(2)+c.consumed(1) > before+50 || c.consumed(3) == keys
+			now, last := outputs()
+			return now > before+50 || last == c.keys
 		})
 	}
+	// Each kill lands while the workers have a fresh share of the input
+	// to move: in the middle of their transactions.
 	kill := func(id int32, why string) {
 		t.Helper()
 		b := bs[id]
-		t.Logf("kill -9 broker %d (%s)", id, why)
+		c.feed(keys / (2*rounds + 1))
+		sum, last := outputs()
+		t.Logf("kill -9 broker %d (%s); outputs hold %d keys, the last %d, of %d", id, why, sum, last, c.keys)
 		b.kill()
 		progress(fmt.Sprintf("progress with broker %d down", id))
 		b.restart()

@@ -507,7 +507,13 @@ func (c *Coordinator) appendBatchLocked(partition int32, recs []kv, opts record.
 	if err != nil {
 		return nil, log.AppendInfo{}, err
 	}
-	info, err := p.AppendAsLeader(batch, -1)
+	var info log.AppendInfo
+	if opts.ProducerID >= 0 {
+		// In a transactional producer's name (TxnOffsetCommit).
+		info, err = p.AppendAsCoordinator(batch)
+	} else {
+		info, err = p.AppendAsLeader(batch, -1)
+	}
 	if err != nil {
 		return nil, log.AppendInfo{}, err
 	}

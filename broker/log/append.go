@@ -20,12 +20,37 @@ import (
 // offsets and Duplicate set; a fenced epoch is ErrInvalidProducerEpoch and
 // a sequence gap ErrOutOfOrderSequence.
 func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
-	info, needFlush, err := l.appendLeader(batch, leaderEpoch, false)
+	info, needFlush, err := l.appendLeader(batch, leaderEpoch, originClient)
 	if err == nil && needFlush {
 		err = l.Flush(info.LastOffset + 1)
 	}
 	return info, err
 }
+
+// AppendAsCoordinator is Append for a batch a coordinator builds on a
+// producer's behalf (the group coordinator's TxnOffsetCommit, in the
+// producer's id and epoch): as Kafka's AppendOrigin.COORDINATOR, its
+// sequence is neither checked nor matched against earlier batches (the
+// coordinator writes sequence 0 every time); an older epoch is still
+// fenced (ErrInvalidProducerEpoch).
+func (l *Log) AppendAsCoordinator(batch []byte, leaderEpoch int32) (AppendInfo, error) {
+	info, needFlush, err := l.appendLeader(batch, leaderEpoch, originCoordinator)
+	if err == nil && needFlush {
+		err = l.Flush(info.LastOffset + 1)
+	}
+	return info, err
+}
+
+// appendOrigin is who built a batch the leader appends (Kafka's
+// AppendOrigin): a client, a coordinator on a producer's behalf, or the
+// log itself (a transaction marker).
+type appendOrigin int8
+
+const (
+	originClient appendOrigin = iota
+	originCoordinator
+	originMarker
+)
 
 // AppendAsync is Append without waiting for a flush: when flush.messages
 // calls for one, AppendAsync schedules it on the log's background flusher,
@@ -41,7 +66,7 @@ func (l *Log) Append(batch []byte, leaderEpoch int32) (AppendInfo, error) {
 // flushed runs on the flusher goroutine and must not block or call back
 // into the log.
 func (l *Log) AppendAsync(batch []byte, leaderEpoch int32, flushed func(error)) (info AppendInfo, pending bool, err error) {
-	info, needFlush, err := l.appendLeader(batch, leaderEpoch, false)
+	info, needFlush, err := l.appendLeader(batch, leaderEpoch, originClient)
 	if err != nil || !needFlush {
 		return info, false, err
 	}
@@ -107,9 +132,11 @@ func (l *Log) takeFlushWaiters(take func(flushWaiter) bool) []flushWaiter {
 }
 
 // appendLeader is Append up to the flush: it reports whether
-// flush.messages calls for one. marker says the batch is a transaction
-// marker built by AppendMarker (clients may not send control batches).
-func (l *Log) appendLeader(batch []byte, leaderEpoch int32, marker bool) (AppendInfo, bool, error) {
+// flush.messages calls for one. origin says who built the batch:
+// originMarker is a transaction marker built by AppendMarker (clients may
+// not send control batches).
+func (l *Log) appendLeader(batch []byte, leaderEpoch int32, origin appendOrigin) (AppendInfo, bool, error) {
+	marker := origin == originMarker
 	bt, err := record.Validate(batch)
 	if err != nil {
 		return AppendInfo{}, false, fmt.Errorf("append to %s: %w: %w", l.dir, ErrInvalidBatch, err)
@@ -144,7 +171,12 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32, marker bool) (Append
 			return AppendInfo{}, false, fmt.Errorf("append marker to %s: %w", l.dir, err)
 		}
 	}
-	if idempotent {
+	if idempotent && origin == originCoordinator {
+		if err := l.producers.CheckCoordinatorAppend(bt); err != nil {
+			l.mu.Unlock()
+			return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.dir, err)
+		}
+	} else if idempotent {
 		if dup, err := l.producers.CheckAppend(bt); err != nil {
 			info := AppendInfo{LogStartOffset: l.logStartOffset}
 			l.mu.Unlock()

@@ -239,6 +239,26 @@ func (m *ProducerStateManager) CheckAppend(bt record.Batch) (BatchMetadata, erro
 	return BatchMetadata{}, nil
 }
 
+// CheckCoordinatorAppend validates a batch a coordinator wrote for a
+// producer (Log.AppendAsCoordinator): only the epoch, as Kafka's
+// ProducerAppendInfo does for AppendOrigin.COORDINATOR, and a plain batch
+// inside an open transaction.
+func (m *ProducerStateManager) CheckCoordinatorAppend(bt record.Batch) error {
+	id, epoch := bt.ProducerID(), bt.ProducerEpoch()
+	s, ok := m.producers[id]
+	if !ok {
+		return nil
+	}
+	if epoch < s.epoch {
+		return fmt.Errorf("%w: producer %d epoch %d is older than the current epoch %d", ErrInvalidProducerEpoch, id, epoch, s.epoch)
+	}
+	if s.txnFirstOffset >= 0 && !bt.IsTransactional() {
+		return fmt.Errorf("%w: producer %d sent a non-transactional batch while its transaction from offset %d is open",
+			ErrInvalidTxnState, id, s.txnFirstOffset)
+	}
+	return nil
+}
+
 func nextSequence(last int32) int32 {
 	if last == math.MaxInt32 {
 		return 0

@@ -81,7 +81,7 @@ func (l *Log) AppendMarker(producerID int64, producerEpoch int16, coordinatorEpo
 	if err != nil {
 		return AppendInfo{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
 	}
-	info, needFlush, err := l.appendLeader(batch, leaderEpoch, true)
+	info, needFlush, err := l.appendLeader(batch, leaderEpoch, originMarker)
 	if err == nil && needFlush {
 		err = l.Flush(info.LastOffset + 1)
 	}

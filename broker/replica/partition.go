@@ -191,7 +191,16 @@ func (p *Partition) checkLeaderLocked(currentLeaderEpoch int32) error {
 // min.insync.replicas members. The high watermark then advances to the
 // smallest log end offset of the ISR (here: the leader's own).
 func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (log.AppendInfo, error) {
-	info, _, err := p.appendAsLeader(batch, requiredAcks, nil)
+	info, _, err := p.appendAsLeader(batch, requiredAcks, nil, false)
+	return info, err
+}
+
+// AppendAsCoordinator is AppendAsLeader with acks=-1 for a batch a
+// coordinator wrote in a producer's name (TxnOffsetCommit's offsets in
+// the transactional producer's id and epoch): its sequence is not
+// checked (log.Log.AppendAsCoordinator).
+func (p *Partition) AppendAsCoordinator(batch []byte) (log.AppendInfo, error) {
+	info, _, err := p.appendAsLeader(batch, -1, nil, true)
 	return info, err
 }
 
@@ -199,10 +208,10 @@ func (p *Partition) AppendAsLeader(batch []byte, requiredAcks int16) (log.Append
 // that flush.messages calls for: see log.Log.AppendAsync. When pending is
 // true, flushed is called once the batch is durable or cannot become so.
 func (p *Partition) AppendAsLeaderAsync(batch []byte, requiredAcks int16, flushed func(error)) (info log.AppendInfo, pending bool, err error) {
-	return p.appendAsLeader(batch, requiredAcks, flushed)
+	return p.appendAsLeader(batch, requiredAcks, flushed, false)
 }
 
-func (p *Partition) appendAsLeader(batch []byte, requiredAcks int16, flushed func(error)) (log.AppendInfo, bool, error) {
+func (p *Partition) appendAsLeader(batch []byte, requiredAcks int16, flushed func(error), coordinator bool) (log.AppendInfo, bool, error) {
 	// The read lock is held across the append, as Kafka's
 	// leaderIsrUpdateLock: a role change (the write lock) waits for it, so
 	// no append lands under an epoch the partition no longer leads in.
@@ -222,9 +231,12 @@ func (p *Partition) appendAsLeader(batch []byte, requiredAcks int16, flushed fun
 		pending bool
 		err     error
 	)
-	if flushed != nil {
+	switch {
+	case coordinator:
+		info, err = p.log.AppendAsCoordinator(batch, epoch)
+	case flushed != nil:
 		info, pending, err = p.log.AppendAsync(batch, epoch, flushed)
-	} else {
+	default:
 		info, err = p.log.Append(batch, epoch)
 	}
 	p.mu.RUnlock()
