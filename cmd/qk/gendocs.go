@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 
+	"github.com/qk-project/qk/admin"
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/httpapi"
 )
@@ -65,6 +66,15 @@ func writeCLIDocs(dir string) error {
 	for _, p := range old {
 		if err := os.Remove(p); err != nil {
 			return fmt.Errorf("gendocs: %w", err)
+		}
+	}
+	// The client flags take their defaults from $QK_BROKERS and
+	// $QK_PROFILE; the pages show the built-in ones, whatever the shell
+	// that runs make docs has set.
+	for _, k := range admin.ClientEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			os.Unsetenv(k)
+			defer os.Setenv(k, v)
 		}
 	}
 	root := newRootCmd(io.Discard, io.Discard)

@@ -19,6 +19,9 @@ const cliDocs = "../../docs/cli"
 // command tree: no page missing, none left over from a removed command,
 // none out of date.
 func TestCLIDocsStale(t *testing.T) {
+	// The pages must not depend on the shell's client settings.
+	t.Setenv("QK_BROKERS", "elsewhere:9092")
+	t.Setenv("QK_PROFILE", "staging")
 	got := filepath.Join(t.TempDir(), "cli")
 	require.NoError(t, writeCLIDocs(got))
 	if d := diffDirs(t, cliDocs, got); len(d) > 0 {
