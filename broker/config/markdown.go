@@ -147,8 +147,27 @@ func codeList(names []string) string {
 	return strings.Join(out, ", ")
 }
 
-// markdownEscaper keeps a doc's text literal: listener.name.<listener>
-// is not an HTML tag, ssl.* and .sasl.* do not start emphasis.
-var markdownEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "<", `\<`, "`", "\\`")
+// escapeMarkdown keeps a doc's text literal: listener.name.<listener> is
+// not an HTML tag, ssl.* and .sasl.* do not start emphasis. An underscore
+// inside a word (SASL_SSL) never does in CommonMark, so only one after a
+// non-alphanumeric (__consumer_offsets) is escaped, and the file stays
+// readable as text.
+func escapeMarkdown(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch r {
+		case '\\', '*', '<', '`':
+			b.WriteByte('\\')
+		case '_':
+			if i == 0 || !isAlnum(s[i-1]) {
+				b.WriteByte('\\')
+			}
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
-func escapeMarkdown(s string) string { return markdownEscaper.Replace(s) }
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}

@@ -139,3 +139,15 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 	require.NotContains(t, section("### num.io.threads"), "Kafka's default")
 }
+
+func TestEscapeMarkdown(t *testing.T) {
+	for in, want := range map[string]string{
+		"listener.name.<listener>.ssl.* and .sasl.*": `listener.name.\<listener>.ssl.\* and .sasl.\*`,
+		"SASL_SSL and user_alice":                    "SASL_SSL and user_alice",
+		"__consumer_offsets":                         `\_\_consumer_offsets`,
+		"(_x_)":                                      `(\_x_)`,
+		"a `b` c\\d":                                 "a \\`b\\` c\\\\d",
+	} {
+		require.Equal(t, want, escapeMarkdown(in), in)
+	}
+}
