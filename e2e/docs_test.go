@@ -35,11 +35,13 @@ const blockTimeout = 60 * time.Second
 // ports, a fresh data dir) and working directory, and its blocks run in
 // order with `bash -euo pipefail`, later blocks seeing what earlier ones
 // left (topics, files). The environment has QK_BROKERS (the broker's
-// host:port), QK_HTTP (its qk.http.listener host:port) and PATH starting
-// with the directory of the qk under test; the working directory holds
-// bin/qk, so a block may say `qk ...` or `bin/qk ...` as the README's
-// build instructions do. A failing block is reported as file:line with its
-// output and ends its file's run.
+// host:port), QK_HTTP (its qk.http.listener host:port), PATH starting with
+// the directory of the qk under test and XDG_CONFIG_HOME inside the
+// working directory (qk.yaml profiles are the blocks' own, not the
+// developer's). The working directory holds bin/qk, so a block may say
+// `qk ...` or `bin/qk ...` as the README's build instructions do. A
+// failing block is reported as file:line with its output and ends its
+// file's run.
 func TestDocsRunnable(t *testing.T) {
 	root := *docsDir
 	if root == "" {
@@ -70,7 +72,7 @@ func TestDocsRunnable(t *testing.T) {
 				"QK_BROKERS="+b.addr,
 				"QK_HTTP="+httpAddr,
 				"PATH="+filepath.Join(work, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"),
-				"HOME="+work,
+				// qk's profiles (qk.yaml) of the blocks, not the developer's.
 				"XDG_CONFIG_HOME="+filepath.Join(work, ".config"),
 			)
 			scripts := t.TempDir()
