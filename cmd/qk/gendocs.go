@@ -35,6 +35,9 @@ func newGendocsCmd() *cobra.Command {
 
 // writeDocs writes dir/config.md, dir/metrics.md and dir/cli/.
 func writeDocs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("gendocs: %w", err)
+	}
 	for name, write := range map[string]func(io.Writer) error{
 		"config.md":  config.WriteMarkdown,
 		"metrics.md": httpapi.WriteMetricsMarkdown,
