@@ -14,7 +14,7 @@ BENCHCOUNT ?= 5
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: all build run test test-unit test-integration deps lint fuzz fuzz-short bench bench-go bench-suite bench-cluster bench-security golden completions clean
+.PHONY: all build run test test-unit test-integration deps lint fuzz fuzz-short bench bench-go bench-suite bench-cluster bench-security golden completions docs clean
 
 all: build
 
@@ -117,6 +117,12 @@ bench-security: build
 # Rewrite golden files after an intended output change; review the diff.
 golden:
 	$(GO) test ./inspect/ ./cmd/qk/ ./tui/ -update
+
+# Regenerate the reference pages from the code: docs/config.md (the config
+# registry), docs/metrics.md (the broker's metrics) and docs/cli/ (one page
+# per command). `make test-unit` fails when the committed pages are stale.
+docs:
+	$(GO) run ./cmd/qk gendocs docs
 
 completions: build
 	./$(BIN) completion bash > completions/qk.bash

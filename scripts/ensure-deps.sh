@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs the system packages the tests use when the machine lacks them:
 # kcat (librdkafka's client, a real non-Go Kafka client), tmux (drives
-# `qk top` in its end-to-end test) and zookeeper (a real ZooKeeper server
-# for cluster tests). Needs root; apt-get only runs when something is
+# `qk top` in its end-to-end test), zookeeper (a real ZooKeeper server
+# for cluster tests) and curl (the runnable blocks of the docs call the
+# admin HTTP server with it: e2e's TestDocsRunnable). Needs root; apt-get only runs when something is
 # missing, so a prepared machine pays nothing.
 set -euo pipefail
 
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 ls /usr/share/java/zookeeper.jar >/dev/null 2>&1 || missing+=(zookeeper)
 command -v java >/dev/null 2>&1 || { echo "ensure-deps: java not found (Java 17 is expected on the machine)" >&2; exit 1; }
 

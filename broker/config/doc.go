@@ -18,6 +18,9 @@
 // offsets.topic.replication.factor keeps Kafka's 3; the group coordinator
 // clamps it to the live brokers when it creates __consumer_offsets, so a
 // single node works. Settings qk adds start with "qk." (qk.http.listener).
+// Key.KafkaDefault and Key.KafkaNull record Kafka's default where it
+// differs, and WriteMarkdown renders the registry as docs/config.md
+// (`make docs`; TestConfigDocStale fails when the page is stale).
 //
 // A broker setting can be the cluster default of a topic config
 // (KindTopicDefault: log.retention.ms for retention.ms, message.max.bytes

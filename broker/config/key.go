@@ -136,10 +136,17 @@ type Key struct {
 	// Null marks a setting with no default (Kafka's null): unset unless a
 	// source sets it, and then usually a fallback applies (log.retention.ms
 	// falls back to log.retention.minutes, then log.retention.hours).
-	Null       bool
-	Doc        string
-	Importance Importance
-	Kind       Kind
+	Null bool
+	// KafkaDefault is Apache Kafka 3.9's default where it differs from
+	// Default, for docs/config.md; empty means Kafka's default is qk's.
+	// KafkaNull says Kafka has no default (null) where qk has one.
+	// TestKafkaDefaultDiffers keeps them set only where the defaults
+	// differ.
+	KafkaDefault string
+	KafkaNull    bool
+	Doc          string
+	Importance   Importance
+	Kind         Kind
 	// Valid restricts values beyond their type; nil accepts any value of
 	// the type.
 	Valid Validator

@@ -101,7 +101,7 @@ const (
 // Topic and Mode of topic defaults are filled in by init from topicTable.
 var brokerTable = []Key{
 	// Server basics.
-	{Name: "broker.id", Type: TypeInt, Default: "0", Valid: AtLeast(-1), Importance: High,
+	{Name: "broker.id", Type: TypeInt, Default: "0", KafkaDefault: "-1", Valid: AtLeast(-1), Importance: High,
 		Doc: "The broker id for this server. If unset (-1), a unique broker id will be generated. To avoid conflicts between ZooKeeper generated broker ids and user configured broker ids, generated broker ids start from reserved.broker.max.id + 1. qk: default 0, so a single node needs no settings (Kafka: -1); set -1 to have one generated (ZooKeeper's /brokers/seqid, or the embedded store's), which meta.properties keeps across restarts."},
 	{Name: "broker.id.generation.enable", Type: TypeBoolean, Default: "true", Importance: Medium,
 		Doc: "Enable automatic broker id generation on the server. When enabled the value configured for reserved.broker.max.id should be reviewed."},
@@ -109,7 +109,7 @@ var brokerTable = []Key{
 		Doc: "Max number that can be used for a broker.id."},
 	{Name: "broker.rack", Type: TypeString, Null: true, Importance: Medium,
 		Doc: "Rack of the broker, used for rack-aware replica assignment, e.g. us-east-1d."},
-	{Name: "listeners", Type: TypeList, Default: "PLAINTEXT://127.0.0.1:9092", Valid: listenersValid, Importance: High,
+	{Name: "listeners", Type: TypeList, Default: "PLAINTEXT://127.0.0.1:9092", KafkaDefault: "PLAINTEXT://:9092", Valid: listenersValid, Importance: High,
 		Doc: "Comma-separated NAME://host:port addresses to listen on; an empty host binds every interface. A name that is not a security protocol must be mapped by listener.security.protocol.map. qk: default PLAINTEXT://127.0.0.1:9092, loopback only, for the single-node embedded mode (Kafka: PLAINTEXT://:9092)."},
 	{Name: "advertised.listeners", Type: TypeList, Null: true, Valid: advertisedValid, Importance: High,
 		Doc: "Addresses published to clients and other brokers when they differ from listeners (NAT, containers). Unset: listeners is advertised."},
@@ -185,9 +185,9 @@ var brokerTable = []Key{
 		Doc: "Leader imbalance per broker, in percent, that triggers a rebalance."},
 
 	// Logs.
-	{Name: "log.dirs", Type: TypeList, Default: "./qk-data", Valid: nonEmptyList, Importance: High,
+	{Name: "log.dirs", Type: TypeList, Default: "./qk-data", KafkaNull: true, Valid: nonEmptyList, Importance: High,
 		Doc: "Comma-separated directories where partition logs are stored. qk: default ./qk-data (Kafka: unset, so log.dir applies). As in Kafka, log.dir is used only when no source sets log.dirs."},
-	{Name: "log.dir", Type: TypeList, Default: "./qk-data", Valid: nonEmptyList, Importance: High,
+	{Name: "log.dir", Type: TypeList, Default: "./qk-data", KafkaDefault: "/tmp/kafka-logs", Valid: nonEmptyList, Importance: High,
 		Doc: "Log directory used when log.dirs is not set. qk: default ./qk-data (Kafka: /tmp/kafka-logs)."},
 	{Name: "log.segment.bytes", Type: TypeInt, Default: "1073741824", Valid: AtLeast(minSegmentBytes), Importance: High,
 		Doc: "Largest size of one segment file. qk: at least 61, a batch header (Kafka 3: 14, Kafka 4: 1048576)."},

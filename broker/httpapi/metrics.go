@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,14 +46,14 @@ type Metrics struct {
 func newMetrics(s *Server) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kafka_network_requestmetrics_requests_total",
-		Help: "Requests completed (answered, or completed without an answer such as acks=0 produce), by API.",
-	}, []string{"request"})
+		Name: requestsMetric.Name,
+		Help: requestsMetric.Help,
+	}, requestsMetric.Labels)
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "kafka_network_requestmetrics_request_latency_seconds",
-		Help:    "Time from reading a request to handing its response to the network layer (Kafka's TotalTimeMs without the send), by API.",
+		Name:    latencyMetric.Name,
+		Help:    latencyMetric.Help,
 		Buckets: latencyBuckets,
-	}, []string{"request"})
+	}, latencyMetric.Labels)
 	m.coll = &collector{s: s}
 	m.reg.MustRegister(m.requests, m.latency, m.coll,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -95,45 +97,89 @@ func (m *Metrics) resolve(key int16) *requestMetrics {
 	return rm
 }
 
+// Metric is one metric qk registers, as docs/metrics.md lists it.
+type Metric struct {
+	Name   string
+	Type   string // counter, gauge or histogram, as Prometheus' TYPE line
+	Help   string
+	Labels []string
+}
+
+// Metric types, as Prometheus' TYPE line names them.
+const (
+	typeCounter   = "counter"
+	typeGauge     = "gauge"
+	typeHistogram = "histogram"
+)
+
 var (
-	descBytesIn = prometheus.NewDesc("kafka_server_brokertopicmetrics_bytesin_total",
-		"Bytes appended by producers to the topic's partitions led here (replication excluded).", []string{"topic"}, nil)
-	descMessagesIn = prometheus.NewDesc("kafka_server_brokertopicmetrics_messagesin_total",
-		"Records appended by producers to the topic's partitions led here.", []string{"topic"}, nil)
-	descBytesOut = prometheus.NewDesc("kafka_server_brokertopicmetrics_bytesout_total",
-		"Record bytes sent to consumers from the topic's partitions (follower fetches excluded).", []string{"topic"}, nil)
-	descUnderReplicated = prometheus.NewDesc("kafka_server_replicamanager_underreplicatedpartitions",
-		"Partitions led here whose ISR is smaller than their replica set.", nil, nil)
-	descUnderMinISR = prometheus.NewDesc("kafka_server_replicamanager_underminisrpartitioncount",
-		"Partitions led here whose ISR is smaller than min.insync.replicas.", nil, nil)
-	descAtMinISR = prometheus.NewDesc("kafka_server_replicamanager_atminisrpartitioncount",
-		"Partitions led here whose ISR is exactly min.insync.replicas.", nil, nil)
-	descPartitions = prometheus.NewDesc("kafka_server_replicamanager_partitioncount",
-		"Partitions hosted here (leader or follower).", nil, nil)
-	descLeaders = prometheus.NewDesc("kafka_server_replicamanager_leadercount",
-		"Partitions led here.", nil, nil)
-	descOfflineReplicas = prometheus.NewDesc("kafka_server_replicamanager_offlinereplicacount",
-		"Partitions given to this broker whose log could not be opened.", nil, nil)
-	descISRShrinks = prometheus.NewDesc("kafka_server_replicamanager_isrshrinks_total",
-		"ISR shrinks of partitions led here, as accepted by the controller.", nil, nil)
-	descISRExpands = prometheus.NewDesc("kafka_server_replicamanager_isrexpands_total",
-		"ISR expansions of partitions led here, as accepted by the controller.", nil, nil)
-	descOffline = prometheus.NewDesc("kafka_controller_kafkacontroller_offlinepartitionscount",
-		"Partitions without a leader in this broker's metadata. Kafka reports it on the controller only; qk on every broker.", nil, nil)
-	descActiveController = prometheus.NewDesc("kafka_controller_kafkacontroller_activecontrollercount",
-		"1 on the active controller, 0 elsewhere.", nil, nil)
-	descLogSize = prometheus.NewDesc("kafka_log_log_size",
-		"Bytes of the partition's log on disk (all segments).", []string{"topic", "partition"}, nil)
-	descPurgatory = prometheus.NewDesc("kafka_server_delayedoperationpurgatory_purgatorysize",
-		"Watcher entries in the purgatory (Kafka's PurgatorySize).", []string{"delayedOperation"}, nil)
-	descDelayed = prometheus.NewDesc("kafka_server_delayedoperationpurgatory_numdelayedoperations",
-		"Operations waiting in the purgatory for their timeout.", []string{"delayedOperation"}, nil)
-	descIdle = prometheus.NewDesc("kafka_network_socketserver_networkprocessoravgidlepercent",
-		"Fraction (0-1) of the time the network processors spent waiting for events since the previous scrape.", nil, nil)
-	descQueue = prometheus.NewDesc("kafka_network_requestchannel_requestqueuesize",
-		"Requests read and waiting for a handler.", nil, nil)
-	descOverdue = prometheus.NewDesc("qk_network_requests_overdue_total",
-		"Requests found neither answered nor dropped with their connection request.timeout.ms (plus a fetch's max_wait_ms or a produce's timeout_ms) after they were read, each counted once; each is also logged at WARN. Anything but 0 is a broker bug or a broker too overloaded for its clients.", nil, nil)
+	requestsMetric = Metric{Name: "kafka_network_requestmetrics_requests_total", Type: typeCounter,
+		Help:   "Requests completed (answered, or completed without an answer such as acks=0 produce), by API.",
+		Labels: []string{"request"}}
+	latencyMetric = Metric{Name: "kafka_network_requestmetrics_request_latency_seconds", Type: typeHistogram,
+		Help:   "Time from reading a request to handing its response to the network layer (Kafka's TotalTimeMs without the send), by API.",
+		Labels: []string{"request"}}
+)
+
+// collected is the collector's metrics, in declaration order: newDesc
+// adds each.
+var collected []Metric
+
+// newDesc is prometheus.NewDesc that also records the metric for the
+// docs. typ must be what Collect reports it as (TestMetricsDoc checks).
+func newDesc(typ, name, help string, labels ...string) *prometheus.Desc {
+	collected = append(collected, Metric{Name: name, Type: typ, Help: help, Labels: labels})
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// Catalog returns every metric qk registers itself, sorted by name; the
+// Go runtime's (go_*) and the process's (process_*) collectors come on
+// top.
+func Catalog() []Metric {
+	out := append([]Metric{requestsMetric, latencyMetric}, collected...)
+	slices.SortFunc(out, func(a, b Metric) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+var (
+	descBytesIn = newDesc(typeCounter, "kafka_server_brokertopicmetrics_bytesin_total",
+		"Bytes appended by producers to the topic's partitions led here (replication excluded).", "topic")
+	descMessagesIn = newDesc(typeCounter, "kafka_server_brokertopicmetrics_messagesin_total",
+		"Records appended by producers to the topic's partitions led here.", "topic")
+	descBytesOut = newDesc(typeCounter, "kafka_server_brokertopicmetrics_bytesout_total",
+		"Record bytes sent to consumers from the topic's partitions (follower fetches excluded).", "topic")
+	descUnderReplicated = newDesc(typeGauge, "kafka_server_replicamanager_underreplicatedpartitions",
+		"Partitions led here whose ISR is smaller than their replica set.")
+	descUnderMinISR = newDesc(typeGauge, "kafka_server_replicamanager_underminisrpartitioncount",
+		"Partitions led here whose ISR is smaller than min.insync.replicas.")
+	descAtMinISR = newDesc(typeGauge, "kafka_server_replicamanager_atminisrpartitioncount",
+		"Partitions led here whose ISR is exactly min.insync.replicas.")
+	descPartitions = newDesc(typeGauge, "kafka_server_replicamanager_partitioncount",
+		"Partitions hosted here (leader or follower).")
+	descLeaders = newDesc(typeGauge, "kafka_server_replicamanager_leadercount",
+		"Partitions led here.")
+	descOfflineReplicas = newDesc(typeGauge, "kafka_server_replicamanager_offlinereplicacount",
+		"Partitions given to this broker whose log could not be opened.")
+	descISRShrinks = newDesc(typeCounter, "kafka_server_replicamanager_isrshrinks_total",
+		"ISR shrinks of partitions led here, as accepted by the controller.")
+	descISRExpands = newDesc(typeCounter, "kafka_server_replicamanager_isrexpands_total",
+		"ISR expansions of partitions led here, as accepted by the controller.")
+	descOffline = newDesc(typeGauge, "kafka_controller_kafkacontroller_offlinepartitionscount",
+		"Partitions without a leader in this broker's metadata. Kafka reports it on the controller only; qk on every broker.")
+	descActiveController = newDesc(typeGauge, "kafka_controller_kafkacontroller_activecontrollercount",
+		"1 on the active controller, 0 elsewhere.")
+	descLogSize = newDesc(typeGauge, "kafka_log_log_size",
+		"Bytes of the partition's log on disk (all segments).", "topic", "partition")
+	descPurgatory = newDesc(typeGauge, "kafka_server_delayedoperationpurgatory_purgatorysize",
+		"Watcher entries in the purgatory (Kafka's PurgatorySize).", "delayedOperation")
+	descDelayed = newDesc(typeGauge, "kafka_server_delayedoperationpurgatory_numdelayedoperations",
+		"Operations waiting in the purgatory for their timeout.", "delayedOperation")
+	descIdle = newDesc(typeGauge, "kafka_network_socketserver_networkprocessoravgidlepercent",
+		"Fraction (0-1) of the time the network processors spent waiting for events since the previous scrape.")
+	descQueue = newDesc(typeGauge, "kafka_network_requestchannel_requestqueuesize",
+		"Requests read and waiting for a handler.")
+	descOverdue = newDesc(typeCounter, "qk_network_requests_overdue_total",
+		"Requests found neither answered nor dropped with their connection request.timeout.ms (plus a fetch's max_wait_ms or a produce's timeout_ms) after they were read, each counted once; each is also logged at WARN. Anything but 0 is a broker bug or a broker too overloaded for its clients.")
 )
 
 // collector computes the gauges at scrape time from the broker's state.
