@@ -51,7 +51,7 @@ type txnChain struct {
 	seen      []map[partOffset]string
 	workers   [][]*txnWorker
 	verifiers []*verifier
-	nextID  atomic.Int32
+	nextID    atomic.Int32
 }
 
 type partOffset struct {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/group"
-	"github.com/qk-project/qk/broker/txncoord"
 	"github.com/qk-project/qk/broker/metadata"
+	"github.com/qk-project/qk/broker/txncoord"
 )
 
 // coordinator finds the broker coordinating a group (key type 0), creating
