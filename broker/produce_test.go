@@ -333,7 +333,11 @@ func rawProduce(t *testing.T, c *rawConn, topic string, batch []byte) kmsg.Produ
 	return resp.Topics[0].Partitions[0]
 }
 
-// TestInitProducerIDTransactional: qk has no transaction coordinator.
+// TestInitProducerIDTransactional: a transactional InitProducerId goes
+// to the id's coordinator (NOT_COORDINATOR before FindCoordinator has
+// created __transaction_state); there it gets a producer id at epoch 0,
+// and the same id again with the next epoch (fencing the first
+// instance). Idempotent ids still come one after the other.
 func TestInitProducerIDTransactional(t *testing.T) {
 	b := brokertest.StartBroker(t)
 	c := dialRaw(t, b.Addr)
@@ -343,9 +347,36 @@ func TestInitProducerIDTransactional(t *testing.T) {
 	req.TransactionTimeoutMillis = 60000
 	resp := kmsg.NewPtrInitProducerIDResponse()
 	c.roundTrip(req, resp)
-	require.Equal(t, kerr.CoordinatorNotAvailable.Code, resp.ErrorCode)
+	require.Equal(t, kerr.NotCoordinator.Code, resp.ErrorCode)
 	require.Equal(t, int64(-1), resp.ProducerID)
-	// Idempotent ids are handed out one after the other.
+
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.Version, fc.CoordinatorKey, fc.CoordinatorType = 3, "txn-1", 1
+	waitFor(t, 30*time.Second, "a transaction coordinator for txn-1", func() bool {
+		fr := kmsg.NewPtrFindCoordinatorResponse()
+		c.roundTrip(fc, fr)
+		return fr.ErrorCode == 0 && fr.NodeID == 0
+	})
+	var first kmsg.InitProducerIDResponse
+	waitFor(t, 30*time.Second, "InitProducerId answered by the coordinator", func() bool {
+		first = kmsg.NewInitProducerIDResponse()
+		c.roundTrip(req, &first)
+		return first.ErrorCode != kerr.CoordinatorLoadInProgress.Code && first.ErrorCode != kerr.NotCoordinator.Code
+	})
+	require.Zero(t, first.ErrorCode, kerr.ErrorForCode(first.ErrorCode))
+	require.GreaterOrEqual(t, first.ProducerID, int64(0))
+	require.Equal(t, int16(0), first.ProducerEpoch)
+	second := kmsg.NewPtrInitProducerIDResponse()
+	c.roundTrip(req, second)
+	require.Zero(t, second.ErrorCode)
+	require.Equal(t, first.ProducerID, second.ProducerID)
+	require.Equal(t, int16(1), second.ProducerEpoch, "a new instance of the id bumps the epoch")
+
+	req.TransactionTimeoutMillis = 900001 // above transaction.max.timeout.ms
+	bad := kmsg.NewPtrInitProducerIDResponse()
+	c.roundTrip(req, bad)
+	require.Equal(t, kerr.InvalidTransactionTimeout.Code, bad.ErrorCode)
+
 	a, b2 := initProducerID(t, c), initProducerID(t, c)
 	require.Equal(t, a+1, b2)
 }

@@ -200,6 +200,48 @@ func seedRequest(e *fuzzEnv, key int16) kmsg.Request {
 		r := kmsg.NewPtrInitProducerIDRequest()
 		r.TransactionTimeoutMillis = 60000
 		return r
+	case 24:
+		r := kmsg.NewPtrAddPartitionsToTxnRequest()
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch = fuzzTxnID, 1, 0
+		t := kmsg.NewAddPartitionsToTxnRequestTopic()
+		t.Topic, t.Partitions = topic, []int32{1}
+		r.Topics = append(r.Topics, t)
+		return r
+	case 25:
+		r := kmsg.NewPtrAddOffsetsToTxnRequest()
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = fuzzTxnID, 1, 0, group
+		return r
+	case 26:
+		r := kmsg.NewPtrEndTxnRequest()
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = fuzzTxnID, 1, 0, true
+		return r
+	case 27:
+		r := kmsg.NewPtrWriteTxnMarkersRequest()
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = 1, 0, true, 0
+		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		t.Topic, t.Partitions = topic, []int32{1}
+		m.Topics = append(m.Topics, t)
+		r.Markers = append(r.Markers, m)
+		return r
+	case 28:
+		r := kmsg.NewPtrTxnOffsetCommitRequest()
+		r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = fuzzTxnID, group, 1, 0, -1
+		t := kmsg.NewTxnOffsetCommitRequestTopic()
+		t.Topic = topic
+		p := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		p.Partition, p.Offset, p.LeaderEpoch = 1, 0, -1
+		t.Partitions = append(t.Partitions, p)
+		r.Topics = append(r.Topics, t)
+		return r
+	case 65:
+		r := kmsg.NewPtrDescribeTransactionsRequest()
+		r.TransactionalIDs = []string{fuzzTxnID}
+		return r
+	case 66:
+		r := kmsg.NewPtrListTransactionsRequest()
+		r.StateFilters, r.ProducerIDFilters = []string{"Ongoing"}, []int64{1}
+		return r
 	case 32:
 		r := kmsg.NewPtrDescribeConfigsRequest()
 		for _, res := range []struct {
@@ -383,12 +425,15 @@ func seedRequest(e *fuzzEnv, key int16) kmsg.Request {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// fuzzTxnID is the transactional id of the transaction APIs' seeds.
+const fuzzTxnID = "fuzz-txn"
+
 // TestRequestFuzzTargetsCoverEveryAPI: every row of the dispatch table
 // (a controller's ApiVersions lists them all) is fuzzed by exactly one
 // target, and each has a seed of its own (not kmsg's empty default).
 func TestRequestFuzzTargetsCoverEveryAPI(t *testing.T) {
 	var all []int16
-	for _, ks := range [][]int16{produceKeys, fetchKeys, metadataKeys, groupKeys, adminKeys, controlKeys} {
+	for _, ks := range [][]int16{produceKeys, fetchKeys, metadataKeys, groupKeys, adminKeys, controlKeys, txnKeys} {
 		all = append(all, ks...)
 	}
 	e := &fuzzEnv{}

@@ -46,7 +46,10 @@ func TestWatchdogReportsUnansweredRequests(t *testing.T) {
 	c.send(frame(1, 11, 1, ptr("consumer-1"), nil))
 	c.send(frame(1, 11, 2, ptr("consumer-1"), nil))
 	c.send(frame(18, 3, 3, ptr("consumer-1"), nil))
-	waitFor(t, 10*time.Second, func() bool { return s.Stats().RequestsOverdue == 1 }, "the held request reported")
+	// The count moves before the line is written: wait for both.
+	waitFor(t, 10*time.Second, func() bool {
+		return s.Stats().RequestsOverdue == 1 && len(s.logs.lines("request unanswered past request.timeout.ms")) == 1
+	}, "the held request reported")
 	lines := s.logs.lines("request unanswered past request.timeout.ms")
 	require.Len(t, lines, 1)
 	for _, want := range []string{"api=Fetch", "api_key=1", "api_version=11", "correlation_id=1 ", "client_id=consumer-1", "remote=127.0.0.1:", "age="} {
@@ -57,7 +60,9 @@ func TestWatchdogReportsUnansweredRequests(t *testing.T) {
 	// run after the first report, which must not have been repeated.
 	c2 := dial(t, s.addr)
 	c2.send(frame(0, 9, 4, ptr("producer-1"), nil))
-	waitFor(t, 10*time.Second, func() bool { return s.Stats().RequestsOverdue == 2 }, "the second held request reported")
+	waitFor(t, 10*time.Second, func() bool {
+		return s.Stats().RequestsOverdue == 2 && len(s.logs.lines("request unanswered", "correlation_id=4 ")) == 1
+	}, "the second held request reported")
 	require.Len(t, s.logs.lines("request unanswered", "correlation_id=1 "), 1, "reported once")
 	require.Len(t, s.logs.lines("request unanswered", "correlation_id=4 ", "api=Produce"), 1)
 	require.Empty(t, s.logs.lines("request unanswered", "correlation_id=2 "), "within its own wait")
