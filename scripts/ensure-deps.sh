@@ -12,6 +12,9 @@ command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 ls /usr/share/java/zookeeper.jar >/dev/null 2>&1 || missing+=(zookeeper)
+# librdkafka's transactional producer for the e2e transaction tests, as
+# Debian's python3 sees it (a pyenv python3 on PATH would not).
+/usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || missing+=(python3-confluent-kafka)
 command -v java >/dev/null 2>&1 || { echo "ensure-deps: java not found (Java 17 is expected on the machine)" >&2; exit 1; }
 
 if [ ${#missing[@]} -eq 0 ]; then
