@@ -645,6 +645,7 @@ func (s *Server) Start() (err error) {
 		Quotas:                 s.clientQuotas,
 		Groups:                 s.groups,
 		Txn:                    s.txn,
+		VerifyTxn:              s.verifyTxn,
 		ProducerIDs:            pids,
 		LogDirs:                slices.Clone(cfg.LogDirs),
 		Logger:                 s.lg,

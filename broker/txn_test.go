@@ -67,7 +67,7 @@ func TestTransactionsSingleBroker(t *testing.T) {
 
 	hw, err := adm.ListEndOffsets(ctx, "txn")
 	require.NoError(t, err)
-	lso, err := kadm.NewClient(newClient(t, addrs, kgo.FetchIsolationLevel(kgo.ReadCommitted()))).ListEndOffsets(ctx, "txn")
+	lso, err := adm.ListCommittedOffsets(ctx, "txn") // read_committed: the LSO
 	require.NoError(t, err)
 	hw.Each(func(o kadm.ListedOffset) {
 		l, _ := lso.Lookup(o.Topic, o.Partition)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/qk-project/qk/broker/controller/channel"
@@ -43,6 +44,19 @@ func (m *txnMarkers) Leader(topic string, partition int32) (int32, bool) {
 }
 
 func (m *txnMarkers) WriteTxnMarkers(ctx context.Context, id int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	resp, err := m.request(ctx, id, req)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := resp.(*kmsg.WriteTxnMarkersResponse)
+	if !ok {
+		return nil, fmt.Errorf("WriteTxnMarkers answered with %T", resp)
+	}
+	return r, nil
+}
+
+// request sends one inter-broker request to broker id.
+func (m *txnMarkers) request(ctx context.Context, id int32, req kmsg.Request) (kmsg.Response, error) {
 	b, ok := m.s.cache.Snapshot().Brokers[id]
 	if !ok {
 		return nil, fmt.Errorf("broker %d is not live", id)
@@ -64,15 +78,68 @@ func (m *txnMarkers) WriteTxnMarkers(ctx context.Context, id int32, req *kmsg.Wr
 	}
 	ch := m.ch
 	m.mu.Unlock()
-	resp, err := ch.Request(ctx, id, req)
+	return ch.Request(ctx, id, req)
+}
+
+// verifyTxn is the produce path's ask of a transactional id's
+// coordinator (KIP-890): itself when it leads the id's
+// __transaction_state partition, else AddPartitionsToTxn v4 verify-only
+// to the leader, as Kafka's AddPartitionsToTxnManager sends it.
+func (s *Server) verifyTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition) (map[txn.TopicPartition]*kerr.Error, error) {
+	p := s.txn.PartitionFor(id)
+	t, ok := s.cache.Snapshot().Topics[txncoord.Topic]
+	if !ok || int(p) >= len(t.Partitions) {
+		return nil, fmt.Errorf("no %s partition %d", txncoord.Topic, p)
+	}
+	leader := t.Partitions[p].Leader
+	if leader == s.static.BrokerID {
+		r := s.txn.Verify(txn.VerifyRequest{TransactionalID: id, ProducerID: pid, ProducerEpoch: epoch, Partitions: tps})
+		if r.PartitionErrs == nil {
+			return nil, fmt.Errorf("transaction coordinator: %v", r.Err)
+		}
+		return r.PartitionErrs, nil
+	}
+	if leader < 0 {
+		return nil, fmt.Errorf("%s partition %d has no leader", txncoord.Topic, p)
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = id, pid, epoch, true
+	byTopic := map[string]int{}
+	for _, tp := range tps {
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			i = len(tr.Topics)
+			byTopic[tp.Topic] = i
+			rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			rt.Topic = tp.Topic
+			tr.Topics = append(tr.Topics, rt)
+		}
+		tr.Topics[i].Partitions = append(tr.Topics[i].Partitions, tp.Partition)
+	}
+	req.Transactions = append(req.Transactions, tr)
+	resp, err := s.txnMarkers.request(ctx, leader, req)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := resp.(*kmsg.WriteTxnMarkersResponse)
+	r, ok := resp.(*kmsg.AddPartitionsToTxnResponse)
 	if !ok {
-		return nil, fmt.Errorf("WriteTxnMarkers answered with %T", resp)
+		return nil, fmt.Errorf("AddPartitionsToTxn answered with %T", resp)
 	}
-	return r, nil
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return nil, err
+	}
+	out := map[txn.TopicPartition]*kerr.Error{}
+	for _, rt := range r.Transactions {
+		for _, t := range rt.Topics {
+			for _, p := range t.Partitions {
+				ke, _ := kerr.ErrorForCode(p.ErrorCode).(*kerr.Error)
+				out[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = ke
+			}
+		}
+	}
+	return out, nil
 }
 
 func (m *txnMarkers) close() {

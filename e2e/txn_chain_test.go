@@ -461,12 +461,12 @@ type topicPartition struct {
 // ends lists the end offsets of the chain's topics at an isolation level.
 func (c *txnChain) ends(committed bool) map[topicPartition]int64 {
 	c.t.Helper()
-	opts := []kgo.Opt{kgo.SeedBrokers(c.addrs...)}
+	adm := kadm.NewClient(newPlainClient(c.t, c.addrs[0], kgo.SeedBrokers(c.addrs...)))
+	list := adm.ListEndOffsets // read_uncommitted: the HW
 	if committed {
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		list = adm.ListCommittedOffsets // read_committed: the LSO
 	}
-	adm := kadm.NewClient(newPlainClient(c.t, c.addrs[0], opts...))
-	listed, err := adm.ListEndOffsets(ctxFor(c.t, 10*time.Second), c.topics...)
+	listed, err := list(ctxFor(c.t, 10*time.Second), c.topics...)
 	if err == nil {
 		err = listed.Error()
 	}

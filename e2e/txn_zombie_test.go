@@ -181,8 +181,12 @@ func readAll(t *testing.T, addrs []string, topic string, committed bool) []strin
 	if committed {
 		iso = kgo.ReadCommitted()
 	}
-	adm := kadm.NewClient(newPlainClient(t, addrs[0], kgo.SeedBrokers(addrs...), kgo.FetchIsolationLevel(iso)))
-	ends, err := adm.ListEndOffsets(ctxFor(t, 10*time.Second), topic)
+	adm := kadm.NewClient(newPlainClient(t, addrs[0], kgo.SeedBrokers(addrs...)))
+	list := adm.ListEndOffsets // the HW
+	if committed {
+		list = adm.ListCommittedOffsets // the LSO
+	}
+	ends, err := list(ctxFor(t, 10*time.Second), topic)
 	if err == nil {
 		err = ends.Error()
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/qk-project/qk/broker/record"
 	"github.com/qk-project/qk/broker/replica"
 	"github.com/qk-project/qk/broker/security/acl"
+	"github.com/qk-project/qk/broker/txn"
 )
 
 // Produce: v3-13
@@ -85,6 +86,17 @@ func (h *Handler) handleProduce(c *call) {
 		c.detach((*Handler).handleProduce)
 		return
 	}
+	if !c.detached && h.verifying(req, c.version) {
+		// Verification asks the coordinator: not on a handler goroutine.
+		c.detach((*Handler).handleProduce)
+		return
+	}
+	var verified map[txn.TopicPartition]*txnVerification
+	if c.detached && h.verifying(req, c.version) {
+		ctx, cancel := c.ctx(req.TimeoutMillis)
+		verified = h.verifyProduce(ctx, req)
+		cancel()
+	}
 	// An acks=-1 produce may wait timeout_ms for its replicas (after as
 	// long again for a topic's creation): the watchdog counts only what
 	// is beyond (network/watchdog.go).
@@ -144,6 +156,9 @@ func (h *Handler) handleProduce(c *call) {
 			err := topicErr
 			if err == nil {
 				err = h.produceAcks(req.Acks)
+			}
+			if v := verified[txn.TopicPartition{Topic: name, Partition: rp.Partition}]; err == nil && v != nil && v.err != nil {
+				err = v.err
 			}
 			var flushed func(error)
 			if err == nil {

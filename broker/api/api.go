@@ -65,6 +65,10 @@ type Config struct {
 	// Txn is the transaction coordinator; nil answers the transaction
 	// APIs COORDINATOR_NOT_AVAILABLE.
 	Txn *txncoord.Coordinator
+	// VerifyTxn asks a transactional id's coordinator, this broker or
+	// another, to verify partitions before a transactional produce opens
+	// a transaction on them (verify.go); nil verifies nothing.
+	VerifyTxn TxnVerifier
 	// LogDirs are the broker's log directories, for DescribeLogDirs.
 	LogDirs []string
 	Logger  *slog.Logger

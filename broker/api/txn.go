@@ -363,6 +363,13 @@ func (h *Handler) handleTxnOffsetCommit(c *call) {
 		resp.Topics = append(resp.Topics, st)
 	}
 	if len(commits) > 0 {
+		if verr := h.verifyTxnOffsetCommit(c, req); verr != nil {
+			for _, sl := range slots {
+				resp.Topics[sl.t].Partitions[sl.p].ErrorCode = errorCode(verr)
+			}
+			c.respond(resp)
+			return
+		}
 		tc := group.TxnCommit{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Generation: -1, Commits: commits}
 		if c.version >= 3 {
 			tc.MemberID, tc.InstanceID, tc.Generation = req.MemberID, req.InstanceID, req.Generation
@@ -480,4 +487,50 @@ func (h *Handler) handleListTransactions(c *call) {
 		return 0
 	})
 	c.respond(resp)
+}
+
+// verifyTxnOffsetCommit is KIP-890's check for TxnOffsetCommit: the
+// group's __consumer_offsets partition must be in the producer's ongoing
+// transaction (AddOffsetsToTxn), or the offsets would open a transaction
+// there that no marker closes. The offsets partition's log guards the
+// append against a marker landing meanwhile.
+func (h *Handler) verifyTxnOffsetCommit(c *call, req *kmsg.TxnOffsetCommitRequest) error {
+	if h.cfg.VerifyTxn == nil || !h.broker().TransactionPartitionVerificationEnable {
+		return nil
+	}
+	p := h.cfg.Groups.PartitionFor(req.Group)
+	part, err := h.cfg.Replicas.Partition(group.Topic, p)
+	if err != nil {
+		return kerr.NotCoordinator
+	}
+	token := part.Log().StartTxnVerification(req.ProducerID)
+	if token == 0 {
+		return nil // its transaction is open on the partition already
+	}
+	tp := txn.TopicPartition{Topic: group.Topic, Partition: p}
+	ctx, cancel := c.ctx(0)
+	defer cancel()
+	errs, askErr := h.cfg.VerifyTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
+	verr, answered := errs[tp]
+	switch {
+	case askErr == nil && answered && verr == nil:
+		if !part.Log().VerifyTxnGuard(req.ProducerID, token) {
+			return kerr.InvalidTxnState
+		}
+		return nil
+	case verr == kerr.InvalidProducerEpoch || verr == kerr.ProducerFenced:
+		part.Log().DropTxnGuard(req.ProducerID, token)
+		if c.version < 3 {
+			return kerr.InvalidProducerEpoch
+		}
+		return kerr.ProducerFenced
+	case verr == kerr.InvalidTxnState || verr == kerr.InvalidProducerIDMapping:
+		part.Log().DropTxnGuard(req.ProducerID, token)
+		return kerr.InvalidTxnState
+	case verr == kerr.ConcurrentTransactions:
+		part.Log().DropTxnGuard(req.ProducerID, token)
+		return kerr.ConcurrentTransactions
+	}
+	part.Log().DropTxnGuard(req.ProducerID, token)
+	return kerr.CoordinatorNotAvailable
 }

@@ -167,6 +167,7 @@ type Broker struct {
 	TransactionalIDExpirationMs                          int   `config:"transactional.id.expiration.ms"`
 	ProducerIDExpirationMs                               int   `config:"producer.id.expiration.ms"`
 	TransactionAbortTimedOutTransactionCleanupIntervalMs int   `config:"transaction.abort.timed.out.transaction.cleanup.interval.ms"`
+	TransactionPartitionVerificationEnable               bool  `config:"transaction.partition.verification.enable"`
 	TransactionRemoveExpiredTransactionCleanupIntervalMs int   `config:"transaction.remove.expired.transaction.cleanup.interval.ms"`
 
 	// SASLMechanismInterBrokerProtocol is sasl.mechanism.inter.broker.protocol,

@@ -355,6 +355,8 @@ var brokerTable = []Key{
 		Doc: "A transactional id unused for this long expires."},
 	{Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Type: TypeInt, Default: "10000", Valid: AtLeast(1), Importance: Low,
 		Doc: "How often the transaction coordinator aborts transactions older than their transaction.timeout.ms, with an epoch bump that fences their producer."},
+	{Name: "transaction.partition.verification.enable", Type: TypeBoolean, Default: "true", Importance: High,
+		Doc: "Before a producer's first transactional write to a partition, the leader verifies with the transaction coordinator that the partition is in the producer's ongoing transaction (KIP-890); a write that is not is refused INVALID_TXN_STATE, so no transaction is left hanging."},
 	{Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Type: TypeInt, Default: "3600000", Valid: AtLeast(1), Importance: Low,
 		Doc: "How often the transaction coordinator removes transactional ids idle for transactional.id.expiration.ms."},
 	{Name: "producer.id.expiration.ms", Type: TypeInt, Default: "86400000", Valid: AtLeast(1), Importance: Low,

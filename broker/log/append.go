@@ -171,6 +171,13 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32, origin appendOrigin)
 			return AppendInfo{}, false, fmt.Errorf("append marker to %s: %w", l.dir, err)
 		}
 	}
+	if err := l.checkTxnGuard(bt); err != nil {
+		l.mu.Unlock()
+		return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.dir, err)
+	}
+	if marker {
+		l.spoilTxnGuard(bt.ProducerID())
+	}
 	if idempotent && origin == originCoordinator {
 		if err := l.producers.CheckCoordinatorAppend(bt); err != nil {
 			l.mu.Unlock()
