@@ -347,6 +347,11 @@ func (h *Handler) handleTxnOffsetCommit(c *call) {
 				sp.ErrorCode = errorCode(topErr)
 			case !ta.ok(rt.Topic):
 				sp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			case !known && !snap.Updated():
+				// A broker just started: its coordinator loaded before the
+				// controller's metadata came. Retriable, unlike an
+				// unknown topic to a transactional client.
+				sp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
 			case !known:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:

@@ -119,6 +119,11 @@ func (s *Snapshot) BrokerIDs() []int32 { return slices.Sorted(maps.Keys(s.Broker
 // TopicNames returns the topic names, sorted.
 func (s *Snapshot) TopicNames() []string { return slices.Sorted(maps.Keys(s.Topics)) }
 
+// Updated reports whether the controller's UpdateMetadata has reached
+// this snapshot: before it, a broker just started may lead partitions
+// (LeaderAndIsr) while its topics are not known yet.
+func (s *Snapshot) Updated() bool { return s.updated }
+
 // CacheConfig wires a Cache.
 type CacheConfig struct {
 	Store  metadata.Store
