@@ -221,3 +221,58 @@ func readAll(t *testing.T, addrs []string, topic string, committed bool) []strin
 	t.Fatalf("%s: not read to its end within 30s (at %v, ends %v)", topic, pos, ends)
 	return nil
 }
+
+// TestTransactionsAfterSIGKILL: a broker killed (SIGKILL) while a
+// transaction is open on it, coordinator and partition leader at once,
+// comes back with the transaction still open in its log and its
+// coordinator state; the coordinator then aborts it at its timeout, the
+// abort is indexed in the rebuilt .txnindex, the LSO reaches the HW, and
+// no record of it is ever read with read_committed.
+func TestTransactionsAfterSIGKILL(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "zombie")
+	if err := goBuild(bin, "./e2e/testdata/zombie"); err != nil {
+		t.Fatal(err)
+	}
+	b := startBroker(t, withSet("transaction.abort.timed.out.transaction.cleanup.interval.ms=500"))
+	createTopic(t, b.admin(), "killed", 2, nil)
+	z := startZombie(t, bin, b.addr, "killed-id", "killed", "open", 3*time.Second)
+	z.mustOK("begin")
+	z.mustOK("produce 10")
+	if err := z.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	b.kill()
+	b.restart()
+	addrs := []string{b.addr}
+	adm := kadm.NewClient(newPlainClient(t, b.addr))
+	waitUntil(t, 60*time.Second, "the open transaction aborted after the restart (LSO = HW)", func() bool {
+		hw, err1 := adm.ListEndOffsets(ctxFor(t, 5*time.Second), "killed")
+		lso, err2 := adm.ListCommittedOffsets(ctxFor(t, 5*time.Second), "killed")
+		if err1 != nil || err2 != nil || hw.Error() != nil || lso.Error() != nil {
+			return false
+		}
+		stable := true
+		hw.Each(func(o kadm.ListedOffset) {
+			l, _ := lso.Lookup(o.Topic, o.Partition)
+			stable = stable && l.Offset == o.Offset && o.Offset > 5 // 5 records and the marker
+		})
+		return stable
+	})
+	if got := readAll(t, addrs, "killed", true); len(got) != 0 {
+		t.Fatalf("read_committed returned %d records of the aborted transaction: %v", len(got), head(got, 5))
+	}
+	if got := readAll(t, addrs, "killed", false); len(got) != 10 {
+		t.Fatalf("read_uncommitted returned %d records, want the 10 aborted ones", len(got))
+	}
+	// Each partition's abort is in its .txnindex, as qk dump-segment reads it.
+	for p := range 2 {
+		idx, _ := filepath.Glob(filepath.Join(b.dataDir, fmt.Sprintf("killed-%d", p), "*.txnindex"))
+		if len(idx) == 0 {
+			t.Fatalf("killed-%d: no .txnindex after the abort", p)
+		}
+		out, err := exec.Command(qkBin, append([]string{"dump-segment"}, idx...)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "firstOffset: 0") {
+			t.Fatalf("qk dump-segment %v: %v\n%s", idx, err, out)
+		}
+	}
+}
