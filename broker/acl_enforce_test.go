@@ -49,8 +49,9 @@ func TestACLMatrix(t *testing.T) {
 	grant(kadm.NewACLs().Groups("alice-group").Allow("User:alice").Operations(kadm.OpRead))
 	grant(kadm.NewACLs().Topics("alice-").ResourcePatternType(kadm.ACLPatternPrefixed).Allow("User:alice").
 		Operations(kadm.OpCreate, kadm.OpDelete))
+	grant(kadm.NewACLs().TransactionalIDs("alice-txn").Allow("User:alice").Operations(kadm.OpWrite, kadm.OpDescribe))
 	// Every broker caches the ACLs; wait until this one has the last.
-	waitFor(t, 10*time.Second, "the ACLs in the cache", func() bool { return b.Cache().Snapshot().ACLs().Len() == 7 })
+	waitFor(t, 10*time.Second, "the ACLs in the cache", func() bool { return b.Cache().Snapshot().ACLs().Len() == 9 })
 
 	as := func(user string, opts ...kgo.Opt) *kgo.Client {
 		return newClient(t, []string{saslAddr}, append([]kgo.Opt{kgo.SASL(kplain.Auth{User: user, Pass: user + "-secret"}.AsMechanism())}, opts...)...)
@@ -214,4 +215,39 @@ func TestACLMatrix(t *testing.T) {
 		require.NotEmpty(t, logs.lines(want), "audit line %q", want)
 	}
 	require.Empty(t, logs.lines("Principal = User:alice is Denied", "resource = Topic:LITERAL:orders"), "alice was never refused on orders")
+	// Last: it writes to orders, whose offsets the subtests above count.
+	t.Run("transactions", func(t *testing.T) {
+		p := as("alice", kgo.TransactionalID("alice-txn"), kgo.DefaultProduceTopic("orders"))
+		require.NoError(t, p.BeginTransaction())
+		require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Value: []byte("in a transaction")}).FirstErr())
+		require.NoError(t, p.EndTransaction(ctx, kgo.TryCommit))
+		d, err := aliceAdm.DescribeTransactions(ctx, "alice-txn")
+		require.NoError(t, err)
+		require.NoError(t, d["alice-txn"].Err)
+
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("alice-txn"), 60000
+		require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, bobReq(init).(*kmsg.InitProducerIDResponse).ErrorCode)
+		end := kmsg.NewPtrEndTxnRequest()
+		end.TransactionalID, end.Commit = "alice-txn", true
+		require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, bobReq(end).(*kmsg.EndTxnResponse).ErrorCode)
+		add := kmsg.NewPtrAddPartitionsToTxnRequest()
+		add.Version, add.TransactionalID = 3, "alice-txn"
+		add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "orders", Partitions: []int32{0}}}
+		if ar := bobReq(add).(*kmsg.AddPartitionsToTxnResponse); ar.Version >= 4 {
+			// kgo sent the broker-to-broker version: CLUSTER_ACTION first.
+			require.Equal(t, kerr.ClusterAuthorizationFailed.Code, ar.ErrorCode)
+		} else {
+			require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, ar.Topics[0].Partitions[0].ErrorCode)
+		}
+		desc := kmsg.NewPtrDescribeTransactionsRequest()
+		desc.TransactionalIDs = []string{"alice-txn"}
+		require.Equal(t, kerr.TransactionalIDAuthorizationFailed.Code, bobReq(desc).(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode)
+		list := kmsg.NewPtrListTransactionsRequest()
+		require.Empty(t, bobReq(list).(*kmsg.ListTransactionsResponse).TransactionStates, "bob lists no id he may not describe")
+		wm := kmsg.NewPtrWriteTxnMarkersRequest()
+		wm.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 1, Committed: false,
+			Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "orders", Partitions: []int32{0}}}}}
+		require.Equal(t, kerr.ClusterAuthorizationFailed.Code, bobReq(wm).(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode)
+	})
 }
