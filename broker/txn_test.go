@@ -4,15 +4,19 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/qk-project/qk/broker/brokertest"
+	"github.com/qk-project/qk/broker/record"
+	"github.com/qk-project/qk/broker/txn"
 )
 
 // TestTransactionsSingleBroker: a franz-go transactional producer on one
@@ -77,4 +81,58 @@ func TestTransactionsSingleBroker(t *testing.T) {
 	total := int64(0)
 	hw.Each(func(o kadm.ListedOffset) { total += o.Offset })
 	require.Greater(t, total, int64(25))
+}
+
+// TestTransactionStateLoad: a transactional id idle past
+// transactional.id.expiration.ms is removed with a tombstone, and stays
+// removed after a restart; a __transaction_state record that does not
+// decode is skipped at the load (logged with its offset), and the
+// coordinator serves the other ids.
+func TestTransactionStateLoad(t *testing.T) {
+	logs := &syncBuffer{}
+	b := brokertest.StartBroker(t, brokertest.WithConfig("transactional.id.expiration.ms", "1500"),
+		brokertest.WithConfig("transaction.remove.expired.transaction.cleanup.interval.ms", "200"),
+		brokertest.WithLogWriter(logs))
+	addrs := []string{b.Addr}
+	adm := kadm.NewClient(newClient(t, addrs))
+	ctx := testCtx(t)
+	createTopic(t, adm, "load", 1, nil)
+	commitOne := func(id string) {
+		t.Helper()
+		p := newClient(t, addrs, kgo.TransactionalID(id), kgo.DefaultProduceTopic("load"))
+		require.NoError(t, p.BeginTransaction())
+		require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Value: []byte(id)}).FirstErr())
+		require.NoError(t, p.EndTransaction(ctx, kgo.TryCommit))
+		p.Close()
+	}
+	commitOne("short-lived")
+	notFound := func(id string) bool {
+		d, err := adm.DescribeTransactions(ctx, id)
+		if err != nil {
+			return false
+		}
+		return errors.Is(d[id].Err, kerr.TransactionalIDNotFound)
+	}
+	waitFor(t, 20*time.Second, "short-lived expired", func() bool { return notFound("short-lived") })
+
+	// A record that does not decode, in the partition of "kept".
+	commitOne("kept")
+	part, err := b.Replicas().Partition("__transaction_state", txn.PartitionFor("kept", b.Config().TransactionStateLogNumPartitions))
+	require.NoError(t, err)
+	bld := record.NewBuilder(record.DefaultBatchOptions())
+	bld.Append(time.Now().UnixMilli(), txn.AppendKey(nil, "garbled"), []byte{0, 0, 1, 2, 3}, nil)
+	garbage, err := bld.Build()
+	require.NoError(t, err)
+	info, err := part.AppendAsLeader(garbage, -1)
+	require.NoError(t, err)
+
+	b.Restart()
+	adm = kadm.NewClient(newClient(t, []string{b.Addr}))
+	waitFor(t, 20*time.Second, "kept served after the restart", func() bool {
+		d, err := adm.DescribeTransactions(ctx, "kept")
+		return err == nil && d["kept"].Err == nil && d["kept"].State == "CompleteCommit"
+	})
+	require.True(t, notFound("short-lived"), "an expired id came back after the restart")
+	require.Contains(t, logs.String(), fmt.Sprintf("offset=%d", info.FirstOffset), "the skipped record is logged with its offset")
+	require.Contains(t, logs.String(), "skipping __transaction_state record")
 }
