@@ -92,3 +92,48 @@ func TestDescribeProducersOpenTransaction(t *testing.T) {
 	require.Equal(t, kerr.UnknownTopicOrPartition.Code, resp.Topics[1].Partitions[0].ErrorCode)
 	require.Equal(t, kerr.InvalidTopicException.Code, resp.Topics[2].Partitions[0].ErrorCode)
 }
+
+// TestDescribeProducersFollower: a follower answers DescribeProducers
+// from its own producer state, rebuilt from the leader's log, as Kafka's
+// replicas do (kafka-transactions.sh describe-producers --broker-id asks
+// one replica): the same open transaction, at the same start offset.
+func TestDescribeProducersFollower(t *testing.T) {
+	c := brokertest.StartCluster(t, 2)
+	adm := newAdmin(t, c.Addrs()...)
+	ctx := testCtx(t)
+	r, err := adm.CreateTopic(ctx, 1, 2, nil, "dpf")
+	require.NoError(t, err)
+	require.NoError(t, r.Err)
+	p := newClient(t, c.Addrs(), kgo.TransactionalID("dpf-txn"), kgo.DefaultProduceTopic("dpf"),
+		kgo.TransactionTimeout(time.Minute))
+	require.NoError(t, p.BeginTransaction())
+	require.NoError(t, p.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr())
+	pid, _, err := p.ProducerID(ctx)
+	require.NoError(t, err)
+	td, err := adm.ListTopics(ctx, "dpf")
+	require.NoError(t, err)
+	leader := td["dpf"].Partitions[0].Leader
+	var follower *brokertest.Broker
+	for _, b := range c.Brokers {
+		if b.ID != leader {
+			follower = b
+		}
+	}
+	require.NotNil(t, follower)
+	raw := dialRaw(t, follower.Addr)
+	var got []kmsg.DescribeProducersResponseTopicPartitionActiveProducer
+	waitFor(t, 20*time.Second, "follower's producer state", func() bool {
+		req := kmsg.NewPtrDescribeProducersRequest()
+		rt := kmsg.NewDescribeProducersRequestTopic()
+		rt.Topic, rt.Partitions = "dpf", []int32{0}
+		req.Topics = append(req.Topics, rt)
+		resp := kmsg.NewPtrDescribeProducersResponse()
+		raw.roundTrip(req, resp)
+		require.Equal(t, int16(0), resp.Topics[0].Partitions[0].ErrorCode)
+		got = resp.Topics[0].Partitions[0].ActiveProducers
+		return len(got) == 1
+	})
+	require.Equal(t, pid, got[0].ProducerID)
+	require.Equal(t, int64(0), got[0].CurrentTxnStartOffset)
+	require.NoError(t, p.EndTransaction(ctx, kgo.TryAbort))
+}
