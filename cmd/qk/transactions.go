@@ -226,7 +226,6 @@ Brokers on versions older than 3.0: give all of --producer-id, --producer-epoch 
 	f.Int64Var(&producerID, "producer-id", 0, "producer id")
 	f.Int16Var(&producerEpoch, "producer-epoch", 0, "producer epoch")
 	f.Int32Var(&coordinatorEpoch, "coordinator-epoch", 0, "coordinator epoch")
-	cmd.MarkFlagsMutuallyExclusive("start-offset", "producer-id")
 	return cmd
 }
 
