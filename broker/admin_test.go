@@ -543,13 +543,14 @@ func TestApiVersionsMatchesTable(t *testing.T) {
 	}
 	require.Equal(t, [2]int16{3, 13}, keys[0], "Produce")
 	require.Equal(t, [2]int16{4, 18}, keys[1], "Fetch")
-	require.Len(t, keys, 46) // 28 (with ElectLeaders, the two reassignment, the two SCRAM credential, the two client quota, the three ACL and the two SASL APIs) + the 11 group APIs + the 7 transaction APIs
+	require.Len(t, keys, 47) // 28 (with ElectLeaders, the two reassignment, the two SCRAM credential, the two client quota, the three ACL and the two SASL APIs) + the 11 group APIs + the 8 transaction APIs (with DescribeProducers)
 	// Transactions: not the versions of transaction version 2 (KIP-890 part 2).
 	require.Equal(t, [2]int16{0, 4}, keys[24], "AddPartitionsToTxn")
 	require.Equal(t, [2]int16{0, 3}, keys[25], "AddOffsetsToTxn")
 	require.Equal(t, [2]int16{0, 4}, keys[26], "EndTxn")
 	require.Equal(t, [2]int16{0, 1}, keys[27], "WriteTxnMarkers")
 	require.Equal(t, [2]int16{0, 4}, keys[28], "TxnOffsetCommit")
+	require.Equal(t, [2]int16{0, 0}, keys[61], "DescribeProducers")
 	require.Equal(t, [2]int16{0, 0}, keys[65], "DescribeTransactions")
 	require.Equal(t, [2]int16{0, 2}, keys[66], "ListTransactions")
 	require.Equal(t, [2]int16{0, 1}, keys[48], "DescribeClientQuotas")

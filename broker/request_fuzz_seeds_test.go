@@ -238,6 +238,12 @@ func seedRequest(e *fuzzEnv, key int16) kmsg.Request {
 		r := kmsg.NewPtrDescribeTransactionsRequest()
 		r.TransactionalIDs = []string{fuzzTxnID}
 		return r
+	case 61:
+		r := kmsg.NewPtrDescribeProducersRequest()
+		t := kmsg.NewDescribeProducersRequestTopic()
+		t.Topic, t.Partitions = topic, []int32{0, 1, 99}
+		r.Topics = append(r.Topics, t)
+		return r
 	case 66:
 		r := kmsg.NewPtrListTransactionsRequest()
 		r.StateFilters, r.ProducerIDFilters = []string{"Ongoing"}, []int64{1}

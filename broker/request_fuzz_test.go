@@ -72,7 +72,7 @@ var (
 	groupKeys    = []int16{8, 9, 11, 12, 13, 14, 15, 16, 42, 47}
 	adminKeys    = []int16{19, 20, 21, 22, 29, 30, 31, 32, 33, 35, 37, 43, 44, 45, 46, 48, 49, 50, 51}
 	controlKeys  = []int16{4, 5, 6, 7, 56}
-	txnKeys      = []int16{24, 25, 26, 27, 28, 65, 66}
+	txnKeys      = []int16{24, 25, 26, 27, 28, 61, 65, 66}
 )
 
 // Names the targets use. Inputs that name the protected topic are not

@@ -80,6 +80,7 @@ var apis = []api{
 	{key: 51, min: 0, max: 0, handle: (*Handler).handleAlterUserScramCredentials, waits: true},
 	{key: 56, min: 0, max: 3, handle: (*Handler).handleControl, control: true},
 	{key: 60, min: 0, max: 2, handle: (*Handler).handleDescribeCluster},
+	{key: 61, min: 0, max: 0, handle: (*Handler).handleDescribeProducers},
 	{key: 65, min: 0, max: 0, handle: (*Handler).handleDescribeTransactions},
 	{key: 66, min: 0, max: 2, handle: (*Handler).handleListTransactions},
 }

@@ -420,6 +420,7 @@ func newConsumeCmd() *cobra.Command {
 		count  int
 		exit   bool
 		group  string
+		iso    string
 	)
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC...",
@@ -451,6 +452,15 @@ Nothing is added: end the layout with \n for one record per line.`,
 			if format != "text" && format != "json" {
 				return fmt.Errorf("--format %q: want text or json", format)
 			}
+			var isolation kgo.IsolationLevel
+			switch iso {
+			case "read_uncommitted":
+				isolation = kgo.ReadUncommitted()
+			case "read_committed":
+				isolation = kgo.ReadCommitted()
+			default:
+				return fmt.Errorf("--isolation-level %q: want read_committed or read_uncommitted", iso)
+			}
 			var rf *kgo.RecordFormatter
 			if cmd.Flags().Changed("layout") {
 				if err := layoutConflict(cmd, format); err != nil {
@@ -466,12 +476,14 @@ Nothing is added: end the layout with \n for one record per line.`,
 			}
 			defer ac.Close()
 			ctx, cancel := ac.Context(cmd.Context())
-			starts, ends, err := consumeRange(ctx, ac.Client, args, so, group)
+			starts, ends, err := consumeRange(ctx, ac.Client, args, so, group, iso == "read_committed")
 			cancel()
 			if err != nil {
 				return err
 			}
-			opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond)}
+			// Control records (transaction markers) are kept, not printed:
+			// they move the position, so -e ends after a final marker.
+			opts := []kgo.Opt{kgo.FetchMaxWait(500 * time.Millisecond), kgo.FetchIsolationLevel(isolation), kgo.KeepControlRecords()}
 			if group != "" {
 				opts = append(opts, kgo.ConsumerGroup(group), kgo.ConsumeTopics(args...), kgo.DisableAutoCommit())
 				// Where the group has no commit, consumeRange resolved -o.
@@ -502,7 +514,9 @@ Nothing is added: end the layout with \n for one record per line.`,
 	f.IntVarP(&count, "count", "n", 0, "exit after this many records (0: no limit)")
 	f.BoolVarP(&exit, "exit", "e", false, "exit at the end of every partition")
 	f.StringVarP(&group, "group", "g", "", "consume as this consumer group and commit what was printed")
+	f.StringVar(&iso, "isolation-level", "read_uncommitted", "read_committed: only committed transactional records, up to the last stable offset (-e ends there); read_uncommitted: all records, up to the high watermark")
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("isolation-level", cobra.FixedCompletions([]string{"read_committed", "read_uncommitted"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -522,7 +536,8 @@ func resetOffset(so startOffset) kgo.Offset {
 
 // consumeRange resolves where each partition starts and where it ends
 // now (for -e).
-func consumeRange(ctx context.Context, c *kadm.Client, topics []string, so startOffset, group string) (starts, ends map[string]map[int32]int64, err error) {
+// With readCommitted the end is each partition's last stable offset.
+func consumeRange(ctx context.Context, c *kadm.Client, topics []string, so startOffset, group string, readCommitted bool) (starts, ends map[string]map[int32]int64, err error) {
 	lso, err := c.ListStartOffsets(ctx, topics...)
 	if err == nil {
 		err = lso.Error()
@@ -530,7 +545,11 @@ func consumeRange(ctx context.Context, c *kadm.Client, topics []string, so start
 	if err != nil {
 		return nil, nil, fmt.Errorf("list offsets: %w", err)
 	}
-	leo, err := c.ListEndOffsets(ctx, topics...)
+	list := c.ListEndOffsets
+	if readCommitted {
+		list = c.ListCommittedOffsets
+	}
+	leo, err := list(ctx, topics...)
 	if err == nil {
 		err = leo.Error()
 	}
@@ -621,6 +640,9 @@ func consume(ctx context.Context, cl *kgo.Client, w io.Writer, format string, rf
 			}
 			if pos[r.Topic] != nil {
 				pos[r.Topic][r.Partition] = r.Offset + 1
+			}
+			if r.Attrs.IsControl() {
+				return
 			}
 			if last[r.Topic] == nil {
 				last[r.Topic] = map[int32]*kgo.Record{}
