@@ -29,6 +29,12 @@ func (h *Handler) coordinator(ctx context.Context, key string, keyType int8, lis
 	}
 	snap := h.cfg.Cache.Snapshot()
 	t, ok := snap.Topics[topic]
+	if !ok && !snap.Updated() {
+		// Just started, no metadata from the controller yet: the topic
+		// may well exist; creating it now would use a replication factor
+		// capped at no live brokers.
+		return controller.Broker{}, kerr.CoordinatorNotAvailable
+	}
 	if !ok {
 		var err error
 		if t, err = create(ctx); err != nil {

@@ -41,6 +41,13 @@ func (h *Handler) autoCreateTopic(ctx context.Context, name string) (*controller
 	if err := validTopicName(name); err != nil {
 		return nil, err
 	}
+	if !h.cfg.Cache.Snapshot().Updated() {
+		// A broker just started, before the controller's metadata: it
+		// knows neither the topics nor the live brokers, so a creation
+		// would be refused (or made with a replication factor for no
+		// brokers). The client retries, and by then it knows.
+		return nil, errLeaderNotAvailable
+	}
 	b := h.broker()
 	t, err := h.createTopicFromAnyBroker(ctx, controller.TopicSpec{
 		Name:              name,
