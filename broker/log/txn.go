@@ -128,6 +128,14 @@ func (l *Log) OngoingTransactions() []OpenTxn {
 	return l.producers.OngoingTxns()
 }
 
+// OngoingTxnStarts returns the open transactions with their start
+// timestamps, oldest first (for metrics and status pages).
+func (l *Log) OngoingTxnStarts() []TxnStart {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.producers.OngoingTxnStarts()
+}
+
 // OffsetSnapshot is the log's offsets taken at one instant (Kafka's
 // LogOffsetSnapshot).
 type OffsetSnapshot struct {

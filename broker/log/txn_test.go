@@ -365,3 +365,19 @@ func BenchmarkAppendTransactional(b *testing.B) {
 		})
 	}
 }
+
+func TestOngoingTxnStartsKeepFirstBatchTimestamp(t *testing.T) {
+	x := newTxnLog(t, nil, smallConfig())
+	x.data(7, 3) // 0-2, max timestamp ts+2
+	start7 := x.ts + 2
+	x.data(8, 1) // 3
+	start8 := x.ts
+	x.data(7, 2) // 4-5: same transaction, its start stays
+	require.Equal(t, []TxnStart{{ProducerID: 7, FirstOffset: 0, StartTimestamp: start7},
+		{ProducerID: 8, FirstOffset: 3, StartTimestamp: start8}}, x.OngoingTxnStarts())
+
+	x.end(7, false)
+	x.data(7, 1) // 7: a new transaction of 7, started now
+	require.Equal(t, []TxnStart{{ProducerID: 8, FirstOffset: 3, StartTimestamp: start8},
+		{ProducerID: 7, FirstOffset: 7, StartTimestamp: x.ts}}, x.OngoingTxnStarts())
+}

@@ -39,11 +39,16 @@ type CompletedTxn struct {
 }
 
 // txnMetadata is one transaction in ongoing or unreplicated (Kafka's
-// TxnMetadata); lastOffset is -1 while it is open.
+// TxnMetadata); lastOffset is -1 while it is open. startTimestamp is the
+// max timestamp of its first batch (for the age of open transactions in
+// metrics and status pages; not in Kafka's TxnMetadata): a transaction
+// open when a producer snapshot was taken gets the producer's last
+// timestamp in the snapshot instead, the format keeping no other.
 type txnMetadata struct {
-	producerID  int64
-	firstOffset int64
-	lastOffset  int64
+	producerID     int64
+	firstOffset    int64
+	lastOffset     int64
+	startTimestamp int64
 }
 
 func compareTxns(a, b txnMetadata) int { return cmp.Compare(a.firstOffset, b.firstOffset) }
@@ -152,6 +157,28 @@ func (m *ProducerStateManager) OngoingTxns() []OpenTxn {
 	out := make([]OpenTxn, len(m.ongoing))
 	for i, t := range m.ongoing {
 		out[i] = OpenTxn{ProducerID: t.producerID, FirstOffset: t.firstOffset}
+	}
+	return out
+}
+
+// TxnStart is an open transaction and when it started: StartTimestamp
+// is the max timestamp (ms) of its first batch in this partition, or,
+// for a transaction that was open when the producer snapshot the log
+// was recovered from was taken, the producer's last timestamp in that
+// snapshot (later than the real start: the age is then underestimated).
+// Followers rebuild the same values from the same batches.
+type TxnStart struct {
+	ProducerID     int64
+	FirstOffset    int64
+	StartTimestamp int64
+}
+
+// OngoingTxnStarts returns the open transactions with their start
+// timestamps, oldest (by first offset) first.
+func (m *ProducerStateManager) OngoingTxnStarts() []TxnStart {
+	out := make([]TxnStart, len(m.ongoing))
+	for i, t := range m.ongoing {
+		out[i] = TxnStart{ProducerID: t.producerID, FirstOffset: t.firstOffset, StartTimestamp: t.startTimestamp}
 	}
 	return out
 }
