@@ -578,14 +578,16 @@ func (s *Server) Start() (err error) {
 		Logger: s.lg,
 	})
 	s.replicas = replica.New(replica.Config{
-		Fetchers:               s.fetchers,
-		AlterISR:               s.alterISR,
-		ReplicaLagTimeMaxMs:    cfg.ReplicaLagTimeMaxMs,
-		Clock:                  s.now,
-		BrokerID:               cfg.BrokerID,
-		Logs:                   s.logs,
-		Logger:                 s.lg,
-		ProducerIDExpirationMs: int64(cfg.ProducerIDExpirationMs),
+		Fetchers:            s.fetchers,
+		AlterISR:            s.alterISR,
+		ReplicaLagTimeMaxMs: cfg.ReplicaLagTimeMaxMs,
+		// A transaction open longer than any may be is hanging: WARN.
+		TransactionMaxTimeoutMs: int64(cfg.TransactionMaxTimeoutMs),
+		Clock:                   s.now,
+		BrokerID:                cfg.BrokerID,
+		Logs:                    s.logs,
+		Logger:                  s.lg,
+		ProducerIDExpirationMs:  int64(cfg.ProducerIDExpirationMs),
 		OnHighWatermark: func(topic string, partition int32) {
 			if h := s.api; h != nil {
 				h.HighWatermarkAdvanced(topic, partition)
