@@ -500,7 +500,7 @@ func (s *Server) Start() (err error) {
 	var onComplete func(int16, time.Time)
 	if cfg.HTTPListener != "" {
 		s.http = httpapi.New(httpapi.Config{Addr: cfg.HTTPListener, BrokerID: cfg.BrokerID, Health: s.healthReasons,
-			Now: s.now, Logger: s.lg})
+			Now: s.now, TransactionMaxTimeoutMs: cfg.TransactionMaxTimeoutMs, Logger: s.lg})
 		onComplete = s.http.Metrics().RequestDone
 	}
 	s.net, err = network.New(network.Config{
@@ -659,7 +659,7 @@ func (s *Server) Start() (err error) {
 	})
 	if s.http != nil {
 		s.http.SetState(&httpapi.State{Replicas: s.replicas, Cache: s.cache, Controller: s.ctrl, Network: s.net,
-			Fetches: s.fetches, Produces: s.produces})
+			Fetches: s.fetches, Produces: s.produces, Txn: s.txn})
 	}
 	if err := s.cache.Start(ctx); err != nil {
 		return fmt.Errorf("broker: load metadata: %w", err)
