@@ -37,6 +37,9 @@ type Collector struct {
 	hc      *http.Client
 	timeout time.Duration
 	now     func() time.Time
+	// txnStuckAfter is the age past which an open transaction marks its
+	// partition TXN-STUCK.
+	txnStuckAfter time.Duration
 
 	prev        *Snapshot
 	prevHW      map[tp]int64
@@ -51,19 +54,43 @@ type tp struct {
 	partition int32
 }
 
+// DefaultTxnStuckAfter is transaction.max.timeout.ms's default, as
+// kafka-transactions.sh find-hanging's --max-transaction-timeout: no
+// transaction may stay open longer, its coordinator aborts it first.
+const DefaultTxnStuckAfter = 15 * time.Minute
+
+// CollectorOption configures a Collector.
+type CollectorOption func(*Collector)
+
+// WithTxnStuckAfter marks a partition TXN-STUCK once its oldest open
+// transaction is older than d (<= 0: DefaultTxnStuckAfter); use the
+// cluster's transaction.max.timeout.ms.
+func WithTxnStuckAfter(d time.Duration) CollectorOption {
+	return func(c *Collector) {
+		if d > 0 {
+			c.txnStuckAfter = d
+		}
+	}
+}
+
 // NewCollector collects through cl; timeout <= 0 is DefaultRequestTimeout.
-func NewCollector(cl *kgo.Client, timeout time.Duration) *Collector {
+func NewCollector(cl *kgo.Client, timeout time.Duration, opts ...CollectorOption) *Collector {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &Collector{
-		cl:       cl,
-		adm:      kadm.NewClient(cl),
-		hc:       &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}},
-		timeout:  timeout,
-		now:      time.Now,
-		lastGood: -1,
+	c := &Collector{
+		cl:            cl,
+		adm:           kadm.NewClient(cl),
+		hc:            &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}},
+		timeout:       timeout,
+		now:           time.Now,
+		txnStuckAfter: DefaultTxnStuckAfter,
+		lastGood:      -1,
 	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // brokerRound is what one broker answered this round.
@@ -177,6 +204,8 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 	leo := map[tp]map[int32]int64{}        // each replica's own report
 	leaderView := map[tp]map[int32]int64{} // the leader's view of its followers
 	sizes := map[tp]int64{}
+	lsos := map[tp]int64{}     // the leader's
+	txns := map[tp][]OpenTxn{} // the leader's; absent: unknown
 	for i := range s.Brokers {
 		b := &s.Brokers[i]
 		br := rounds[b.ID]
@@ -200,6 +229,14 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 			leo[k][b.ID] = p.LogEndOffset
 			if p.Role == "leader" {
 				sizes[k] = p.SizeBytes
+				lsos[k] = p.LastStableOffset
+				if p.OpenTransactions != nil {
+					open := make([]OpenTxn, 0, len(p.OpenTransactions))
+					for _, t := range p.OpenTransactions {
+						open = append(open, OpenTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset, AgeMs: t.AgeMs})
+					}
+					txns[k] = open
+				}
 				lv := map[int32]int64{b.ID: p.LogEndOffset}
 				for _, f := range p.Followers {
 					lv[f.BrokerID] = f.LogEndOffset
@@ -239,6 +276,11 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 			if sz, ok := sizes[k]; ok {
 				p.SizeBytes = &sz
 			}
+			if lso, ok := lsos[k]; ok {
+				p.LastStableOffset = &lso
+			}
+			p.OpenTransactions = txns[k]
+			age, open := p.OldestTxnAge()
 			switch {
 			case mp.Leader < 0:
 				p.Status = StatusOffline
@@ -246,6 +288,8 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 				p.Status = StatusLeaderDown
 			case len(mp.ISR) < len(mp.Replicas):
 				p.Status = StatusUnderReplicated
+			case open && age > c.txnStuckAfter:
+				p.Status = StatusTxnStuck
 			}
 			s.Partitions = append(s.Partitions, p)
 		}
