@@ -111,8 +111,8 @@ type Partition struct {
 type OpenTxn struct {
 	ProducerID  int64 `json:"producer_id"`
 	FirstOffset int64 `json:"first_offset"`
-	// AgeMs is the leader's clock minus the max timestamp of the
-	// transaction's first batch.
+	// AgeMs is how long the leader has had it open: since it appended
+	// the transaction's first batch, or since it last opened the log.
 	AgeMs int64 `json:"age_ms"`
 }
 

@@ -183,7 +183,7 @@ var (
 	descLSOLag = newDesc(typeGauge, "qk_log_last_stable_offset_lag",
 		"High watermark minus last stable offset of the partition (hosted here, leader or follower): records read_committed consumers cannot read yet because a transaction before them is open or its marker not replicated.", "topic", "partition")
 	descOldestTxnAge = newDesc(typeGauge, "qk_log_oldest_open_transaction_age_seconds",
-		"Age of the partition's oldest open transaction (by first offset), from the max timestamp of its first batch; 0 when none is open. Past transaction.max.timeout.ms the transaction is hanging and the last stable offset stuck.", "topic", "partition")
+		"Age of the partition's oldest open transaction (by first offset), since this replica appended its first batch (or reopened the log, after a restart); 0 when none is open. Past transaction.max.timeout.ms the transaction is hanging and the last stable offset stuck.", "topic", "partition")
 	descOpenTxns = newDesc(typeGauge, "qk_log_open_transactions",
 		"Open transactions in the partition (hosted here).", "topic", "partition")
 	descHanging = newDesc(typeGauge, "qk_server_replicamanager_hangingtransactionpartitions",

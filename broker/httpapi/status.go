@@ -34,8 +34,9 @@ type partitionJSON struct {
 type openTxnJSON struct {
 	ProducerID  int64 `json:"producer_id"`
 	FirstOffset int64 `json:"first_offset"`
-	// StartTimestamp is the max timestamp (ms) of the transaction's
-	// first batch in the partition; AgeMs is the broker's clock minus it.
+	// StartTimestamp is when (ms, the broker's clock) this replica
+	// appended the transaction's first batch, or opened the log after a
+	// restart (log.TxnStart); AgeMs is the time since.
 	StartTimestamp int64 `json:"start_timestamp"`
 	AgeMs          int64 `json:"age_ms"`
 }

@@ -110,7 +110,7 @@ func TestOpenTransaction(t *testing.T) {
 	require.Len(t, part.Open, 1)
 	require.Equal(t, int64(2), part.Open[0].FirstOffset)
 	require.GreaterOrEqual(t, part.Open[0].ProducerID, int64(0))
-	require.GreaterOrEqual(t, part.Open[0].StartTimestamp, before-1000, "the first batch's timestamp, the client's clock")
+	require.GreaterOrEqual(t, part.Open[0].StartTimestamp, before-1000, "when the broker appended the first batch")
 	require.InDelta(t, time.Hour.Milliseconds(), part.Open[0].AgeMs, 60_000)
 
 	fams := scrape(t, b)

@@ -316,7 +316,7 @@ func (m *ProducerStateManager) Update(bt record.Batch) (done CompletedTxn, ok bo
 	})
 	if bt.IsTransactional() && s.txnFirstOffset < 0 {
 		s.txnFirstOffset = bt.BaseOffset()
-		m.addOngoing(txnMetadata{producerID: id, firstOffset: s.txnFirstOffset, lastOffset: -1, startTimestamp: bt.MaxTimestamp()})
+		m.addOngoing(txnMetadata{producerID: id, firstOffset: s.txnFirstOffset, lastOffset: -1})
 	}
 	return CompletedTxn{}, false
 }
@@ -387,7 +387,7 @@ func (m *ProducerStateManager) LoadSnapshot(entries []checkpoint.ProducerSnapsho
 		m.producers[e.ProducerID] = s
 		if s.txnFirstOffset >= 0 {
 			m.ongoing = append(m.ongoing, txnMetadata{producerID: e.ProducerID, firstOffset: s.txnFirstOffset, lastOffset: -1,
-				startTimestamp: e.Timestamp})
+				startTimestamp: nowMs})
 		}
 	}
 	slices.SortFunc(m.ongoing, compareTxns)

@@ -20,6 +20,9 @@ import (
 func (l *Log) applyBatch(bt record.Batch, index func(AbortedTxn) error) error {
 	done, ok := l.producers.Update(bt)
 	if !ok {
+		if bt.IsTransactional() && !bt.IsControl() {
+			l.producers.stampTxnStart(bt, l.nowMs())
+		}
 		return nil
 	}
 	if done.IsAborted {

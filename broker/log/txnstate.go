@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/qk-project/qk/broker/record"
 )
 
 // Transactions in the producer state (Kafka's ProducerStateManager and
@@ -39,11 +41,14 @@ type CompletedTxn struct {
 }
 
 // txnMetadata is one transaction in ongoing or unreplicated (Kafka's
-// TxnMetadata); lastOffset is -1 while it is open. startTimestamp is the
-// max timestamp of its first batch (for the age of open transactions in
-// metrics and status pages; not in Kafka's TxnMetadata): a transaction
-// open when a producer snapshot was taken gets the producer's last
-// timestamp in the snapshot instead, the format keeping no other.
+// TxnMetadata); lastOffset is -1 while it is open. startTimestamp is when
+// this replica learned the transaction was open, by the log's clock (ms):
+// when it appended the first batch, or when recovery or a producer
+// snapshot brought the transaction back. It is for the age of open
+// transactions in metrics and status pages, not in Kafka's TxnMetadata,
+// and not in the snapshot format. The batch's own timestamps would be
+// wrong for it: a producer may write old event times (Kafka Streams
+// forwarding a backlog), which would make every transaction look hung.
 type txnMetadata struct {
 	producerID     int64
 	firstOffset    int64
@@ -162,11 +167,10 @@ func (m *ProducerStateManager) OngoingTxns() []OpenTxn {
 }
 
 // TxnStart is an open transaction and when it started: StartTimestamp
-// is the max timestamp (ms) of its first batch in this partition, or,
-// for a transaction that was open when the producer snapshot the log
-// was recovered from was taken, the producer's last timestamp in that
-// snapshot (later than the real start: the age is then underestimated).
-// Followers rebuild the same values from the same batches.
+// (ms, the log's clock) is when this replica appended its first batch
+// (a follower: when it replicated it), or, for a transaction recovered
+// from disk, when the log was opened. After a restart the age of a
+// transaction that was open before it starts again from 0.
 type TxnStart struct {
 	ProducerID     int64
 	FirstOffset    int64
@@ -181,4 +185,20 @@ func (m *ProducerStateManager) OngoingTxnStarts() []TxnStart {
 		out[i] = TxnStart{ProducerID: t.producerID, FirstOffset: t.firstOffset, StartTimestamp: t.startTimestamp}
 	}
 	return out
+}
+
+// stampTxnStart records nowMs as the start of the transaction bt opened,
+// if it opened one (it is its producer's transaction's first batch). Call
+// it after Update with a transactional data batch.
+func (m *ProducerStateManager) stampTxnStart(bt record.Batch, nowMs int64) {
+	first := bt.BaseOffset()
+	if s := m.producers[bt.ProducerID()]; s == nil || s.txnFirstOffset != first {
+		return
+	}
+	for i := len(m.ongoing) - 1; i >= 0; i-- {
+		if t := &m.ongoing[i]; t.firstOffset == first {
+			t.startTimestamp = nowMs
+			return
+		}
+	}
 }
