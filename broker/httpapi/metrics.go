@@ -181,9 +181,9 @@ var (
 	descQueue = newDesc(typeGauge, "kafka_network_requestchannel_requestqueuesize",
 		"Requests read and waiting for a handler.")
 	descLSOLag = newDesc(typeGauge, "qk_log_last_stable_offset_lag",
-		"High watermark minus last stable offset of the partition (hosted here, leader or follower): records read_committed consumers cannot read yet because a transaction before them is open or its marker not replicated.", "topic", "partition")
+		"High watermark minus last stable offset of the partition (hosted here, leader or follower): records read_committed consumers cannot read yet because a transaction before them is open or its marker not replicated. Like the other qk_log_*transaction* series, present only for partitions with an open transaction or a lag: absent means 0.", "topic", "partition")
 	descOldestTxnAge = newDesc(typeGauge, "qk_log_oldest_open_transaction_age_seconds",
-		"Age of the partition's oldest open transaction (by first offset), since this replica appended its first batch (or reopened the log, after a restart); 0 when none is open. Past transaction.max.timeout.ms the transaction is hanging and the last stable offset stuck.", "topic", "partition")
+		"Age of the partition's oldest open transaction (by first offset), since this replica appended its first batch (or reopened the log, after a restart); 0 or absent when none is open. Past transaction.max.timeout.ms the transaction is hanging and the last stable offset stuck.", "topic", "partition")
 	descOpenTxns = newDesc(typeGauge, "qk_log_open_transactions",
 		"Open transactions in the partition (hosted here).", "topic", "partition")
 	descHanging = newDesc(typeGauge, "qk_server_replicamanager_hangingtransactionpartitions",
@@ -304,8 +304,14 @@ func (c *collector) collectTxnStats(r *replica.Manager, gauge func(*prometheus.D
 	maxMs := int64(c.s.cfg.TransactionMaxTimeoutMs)
 	hanging := 0
 	for _, ts := range r.TxnStats() {
+		lag := max(ts.HighWatermark-ts.LastStableOffset, 0)
+		if ts.OpenTransactions == 0 && lag == 0 {
+			// Only partitions with transactions in flight have the
+			// series: every partition's would triple the scrape.
+			continue
+		}
 		part := strconv.Itoa(int(ts.Partition))
-		gauge(descLSOLag, float64(max(ts.HighWatermark-ts.LastStableOffset, 0)), ts.Topic, part)
+		gauge(descLSOLag, float64(lag), ts.Topic, part)
 		gauge(descOpenTxns, float64(ts.OpenTransactions), ts.Topic, part)
 		age := int64(0)
 		if ts.OpenTransactions > 0 {

@@ -152,4 +152,9 @@ func TestOpenTransaction(t *testing.T) {
 		hanging, _ := value(fams, "qk_server_replicamanager_hangingtransactionpartitions")
 		return lag == 0 && age == 0 && hanging == 0
 	})
+	fams = scrape(t, b)
+	for _, name := range []string{"qk_log_last_stable_offset_lag", "qk_log_open_transactions", "qk_log_oldest_open_transaction_age_seconds"} {
+		_, ok := value(fams, name, "topic", topic, "partition", "0")
+		require.False(t, ok, "%s: no series for a partition without transactions in flight", name)
+	}
 }
