@@ -167,9 +167,10 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 		}
 		wg.Go(func() { c.probe(ctx, b.ID, br) })
 	}
+	listedLSO := map[tp]int64{}
 	for leader, parts := range byLeader {
 		wg.Go(func() {
-			got, err := c.listOffsets(ctx, leader, parts)
+			got, err := c.listOffsets(ctx, leader, parts, 0)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -180,6 +181,22 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 					hwErr[k] = v.err.Error()
 				} else {
 					hws[k] = v.hw
+				}
+			}
+		})
+		// The LSO, from any Kafka (read_committed latest); a failure
+		// leaves it to the qk endpoint, silently: the HW's request
+		// reports the broker's trouble.
+		wg.Go(func() {
+			got, err := c.listOffsets(ctx, leader, parts, 1)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for k, v := range got {
+				if v.err == nil {
+					listedLSO[k] = v.hw
 				}
 			}
 		})
@@ -276,7 +293,11 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 			if sz, ok := sizes[k]; ok {
 				p.SizeBytes = &sz
 			}
-			if lso, ok := lsos[k]; ok {
+			// ListOffsets' LSO is taken with the HW, so the two agree;
+			// the leader's endpoint is the fallback.
+			if lso, ok := listedLSO[k]; ok {
+				p.LastStableOffset = &lso
+			} else if lso, ok := lsos[k]; ok {
 				p.LastStableOffset = &lso
 			}
 			p.OpenTransactions = txns[k]
@@ -459,10 +480,12 @@ type listedHW struct {
 }
 
 // listOffsets asks the leader for the HighWatermark (ListOffsets latest)
-// of the partitions it leads.
-func (c *Collector) listOffsets(ctx context.Context, leader int32, parts []tp) (map[tp]listedHW, error) {
+// of the partitions it leads, or, with isolation 1 (read_committed), for
+// their last stable offsets.
+func (c *Collector) listOffsets(ctx context.Context, leader int32, parts []tp, isolation int8) (map[tp]listedHW, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
+	req.IsolationLevel = isolation
 	byTopic := map[string]int{}
 	for _, p := range parts {
 		i, ok := byTopic[p.topic]

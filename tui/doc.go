@@ -13,11 +13,11 @@
 //	             last, so a stopped one costs nothing), then in parallel per
 //	             broker DescribeConfigs(BROKER, qk.http.advertised.listener)
 //	             (answer = up; value = its endpoint), ListOffsets per leader
-//	             (HW), DescribeLogDirs (sizes, non-qk brokers), the groups
+//	             (HW; read_committed: LSO), DescribeLogDirs (sizes, non-qk brokers), the groups
 //	             (List/Describe/OffsetFetch; lag from this round's HWs), and
 //	             for qk brokers GET /v1/partitions (every replica's LEO, the
-//	             leader's view of its followers, the leader's LSO and open
-//	             transactions) and /metrics (counters).
+//	             leader's view of its followers, the open transactions)
+//	             and /metrics (counters).
 //	endpoint.go  the HTTP documents and a scanner for the three counters.
 //	snapshot.go  Snapshot and its --once printers (text, json).
 //	model.go     the bubbletea model: keys, view state, ISR-change marks and

@@ -90,12 +90,14 @@ type Partition struct {
 	Replicas      []int32 `json:"replicas"`
 	ISR           []int32 `json:"isr"`
 	HighWatermark *int64  `json:"high_watermark"`
-	// LastStableOffset is the leader's last stable offset, from its
-	// /v1/partitions (nil when the leader is not qk or did not answer):
-	// read_committed consumers read below it.
+	// LastStableOffset is the leader's last stable offset, from
+	// ListOffsets read_committed (any Kafka), else from its
+	// /v1/partitions; nil when neither answered. read_committed consumers
+	// read below it.
 	LastStableOffset *int64 `json:"last_stable_offset"`
-	// OpenTransactions are the leader's open transactions, oldest first;
-	// nil (JSON null) when unknown, as LastStableOffset.
+	// OpenTransactions are the leader's open transactions, oldest first,
+	// from its /v1/partitions; nil (JSON null) when unknown (the leader
+	// is not qk or did not answer).
 	OpenTransactions []OpenTxn `json:"open_transactions"`
 	// LogEndOffsets is one entry per replica, in replica order.
 	LogEndOffsets []ReplicaLEO `json:"log_end_offsets"`

@@ -27,9 +27,9 @@ func newTopCmd() *cobra.Command {
 		Use:   "top",
 		Short: "Live view of brokers, partitions (leader, ISR, HW, LSO, per-replica LEO, lag), topics and groups",
 		Long: `qk top shows what a cluster is doing right now: brokers up or down, every
-partition's leader, replicas, ISR, high watermark and, on qk brokers, the last
-stable offset, the open transactions (a partition whose oldest one is older
-than --txn-stuck-after shows TXN-STUCK), each replica's log end offset and the
+partition's leader, replicas, ISR, high watermark, last stable offset and, on
+qk brokers, the open transactions (a partition whose oldest one is older than
+--txn-stuck-after shows TXN-STUCK), each replica's log end offset and the
 followers' lag; topics and consumer groups with their rates and lag. Against a Kafka cluster that is not qk it shows what
 the Kafka protocol gives and marks the per-replica LEO unavailable.`,
 		Example: `  qk top -b 127.0.0.1:9092
