@@ -500,7 +500,7 @@ func (s *Server) Start() (err error) {
 	var onComplete func(int16, time.Time)
 	if cfg.HTTPListener != "" {
 		s.http = httpapi.New(httpapi.Config{Addr: cfg.HTTPListener, BrokerID: cfg.BrokerID, Health: s.healthReasons,
-			Now: s.now, Logger: s.lg})
+			Now: s.now, TransactionMaxTimeoutMs: cfg.TransactionMaxTimeoutMs, Logger: s.lg})
 		onComplete = s.http.Metrics().RequestDone
 	}
 	s.net, err = network.New(network.Config{
@@ -578,14 +578,16 @@ func (s *Server) Start() (err error) {
 		Logger: s.lg,
 	})
 	s.replicas = replica.New(replica.Config{
-		Fetchers:               s.fetchers,
-		AlterISR:               s.alterISR,
-		ReplicaLagTimeMaxMs:    cfg.ReplicaLagTimeMaxMs,
-		Clock:                  s.now,
-		BrokerID:               cfg.BrokerID,
-		Logs:                   s.logs,
-		Logger:                 s.lg,
-		ProducerIDExpirationMs: int64(cfg.ProducerIDExpirationMs),
+		Fetchers:            s.fetchers,
+		AlterISR:            s.alterISR,
+		ReplicaLagTimeMaxMs: cfg.ReplicaLagTimeMaxMs,
+		// A transaction open longer than any may be is hanging: WARN.
+		TransactionMaxTimeoutMs: int64(cfg.TransactionMaxTimeoutMs),
+		Clock:                   s.now,
+		BrokerID:                cfg.BrokerID,
+		Logs:                    s.logs,
+		Logger:                  s.lg,
+		ProducerIDExpirationMs:  int64(cfg.ProducerIDExpirationMs),
 		OnHighWatermark: func(topic string, partition int32) {
 			if h := s.api; h != nil {
 				h.HighWatermarkAdvanced(topic, partition)
@@ -658,7 +660,7 @@ func (s *Server) Start() (err error) {
 	})
 	if s.http != nil {
 		s.http.SetState(&httpapi.State{Replicas: s.replicas, Cache: s.cache, Controller: s.ctrl, Network: s.net,
-			Fetches: s.fetches, Produces: s.produces})
+			Fetches: s.fetches, Produces: s.produces, Txn: s.txn})
 	}
 	if err := s.cache.Start(ctx); err != nil {
 		return fmt.Errorf("broker: load metadata: %w", err)

@@ -37,6 +37,9 @@ type Collector struct {
 	hc      *http.Client
 	timeout time.Duration
 	now     func() time.Time
+	// txnStuckAfter is the age past which an open transaction marks its
+	// partition TXN-STUCK.
+	txnStuckAfter time.Duration
 
 	prev        *Snapshot
 	prevHW      map[tp]int64
@@ -51,19 +54,43 @@ type tp struct {
 	partition int32
 }
 
+// DefaultTxnStuckAfter is transaction.max.timeout.ms's default, as
+// kafka-transactions.sh find-hanging's --max-transaction-timeout: no
+// transaction may stay open longer, its coordinator aborts it first.
+const DefaultTxnStuckAfter = 15 * time.Minute
+
+// CollectorOption configures a Collector.
+type CollectorOption func(*Collector)
+
+// WithTxnStuckAfter marks a partition TXN-STUCK once its oldest open
+// transaction is older than d (<= 0: DefaultTxnStuckAfter); use the
+// cluster's transaction.max.timeout.ms.
+func WithTxnStuckAfter(d time.Duration) CollectorOption {
+	return func(c *Collector) {
+		if d > 0 {
+			c.txnStuckAfter = d
+		}
+	}
+}
+
 // NewCollector collects through cl; timeout <= 0 is DefaultRequestTimeout.
-func NewCollector(cl *kgo.Client, timeout time.Duration) *Collector {
+func NewCollector(cl *kgo.Client, timeout time.Duration, opts ...CollectorOption) *Collector {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &Collector{
-		cl:       cl,
-		adm:      kadm.NewClient(cl),
-		hc:       &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}},
-		timeout:  timeout,
-		now:      time.Now,
-		lastGood: -1,
+	c := &Collector{
+		cl:            cl,
+		adm:           kadm.NewClient(cl),
+		hc:            &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}},
+		timeout:       timeout,
+		now:           time.Now,
+		txnStuckAfter: DefaultTxnStuckAfter,
+		lastGood:      -1,
 	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // brokerRound is what one broker answered this round.
@@ -140,9 +167,10 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 		}
 		wg.Go(func() { c.probe(ctx, b.ID, br) })
 	}
+	listedLSO := map[tp]int64{}
 	for leader, parts := range byLeader {
 		wg.Go(func() {
-			got, err := c.listOffsets(ctx, leader, parts)
+			got, err := c.listOffsets(ctx, leader, parts, 0)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -153,6 +181,22 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 					hwErr[k] = v.err.Error()
 				} else {
 					hws[k] = v.hw
+				}
+			}
+		})
+		// The LSO, from any Kafka (read_committed latest); a failure
+		// leaves it to the qk endpoint, silently: the HW's request
+		// reports the broker's trouble.
+		wg.Go(func() {
+			got, err := c.listOffsets(ctx, leader, parts, 1)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for k, v := range got {
+				if v.err == nil {
+					listedLSO[k] = v.hw
 				}
 			}
 		})
@@ -177,6 +221,8 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 	leo := map[tp]map[int32]int64{}        // each replica's own report
 	leaderView := map[tp]map[int32]int64{} // the leader's view of its followers
 	sizes := map[tp]int64{}
+	lsos := map[tp]int64{}     // the leader's
+	txns := map[tp][]OpenTxn{} // the leader's; absent: unknown
 	for i := range s.Brokers {
 		b := &s.Brokers[i]
 		br := rounds[b.ID]
@@ -200,6 +246,14 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 			leo[k][b.ID] = p.LogEndOffset
 			if p.Role == "leader" {
 				sizes[k] = p.SizeBytes
+				lsos[k] = p.LastStableOffset
+				if p.OpenTransactions != nil {
+					open := make([]OpenTxn, 0, len(p.OpenTransactions))
+					for _, t := range p.OpenTransactions {
+						open = append(open, OpenTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset, AgeMs: t.AgeMs})
+					}
+					txns[k] = open
+				}
 				lv := map[int32]int64{b.ID: p.LogEndOffset}
 				for _, f := range p.Followers {
 					lv[f.BrokerID] = f.LogEndOffset
@@ -239,6 +293,15 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 			if sz, ok := sizes[k]; ok {
 				p.SizeBytes = &sz
 			}
+			// ListOffsets' LSO is taken with the HW, so the two agree;
+			// the leader's endpoint is the fallback.
+			if lso, ok := listedLSO[k]; ok {
+				p.LastStableOffset = &lso
+			} else if lso, ok := lsos[k]; ok {
+				p.LastStableOffset = &lso
+			}
+			p.OpenTransactions = txns[k]
+			age, open := p.OldestTxnAge()
 			switch {
 			case mp.Leader < 0:
 				p.Status = StatusOffline
@@ -246,6 +309,8 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 				p.Status = StatusLeaderDown
 			case len(mp.ISR) < len(mp.Replicas):
 				p.Status = StatusUnderReplicated
+			case open && age > c.txnStuckAfter:
+				p.Status = StatusTxnStuck
 			}
 			s.Partitions = append(s.Partitions, p)
 		}
@@ -415,10 +480,12 @@ type listedHW struct {
 }
 
 // listOffsets asks the leader for the HighWatermark (ListOffsets latest)
-// of the partitions it leads.
-func (c *Collector) listOffsets(ctx context.Context, leader int32, parts []tp) (map[tp]listedHW, error) {
+// of the partitions it leads, or, with isolation 1 (read_committed), for
+// their last stable offsets.
+func (c *Collector) listOffsets(ctx context.Context, leader int32, parts []tp, isolation int8) (map[tp]listedHW, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
+	req.IsolationLevel = isolation
 	byTopic := map[string]int{}
 	for _, p := range parts {
 		i, ok := byTopic[p.topic]

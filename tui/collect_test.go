@@ -29,9 +29,18 @@ func fakeEndpoint(t testing.TB, n int, lag int64, step float64) *httptest.Server
 				if i > 0 {
 					b.WriteByte(',')
 				}
+				// Partition 1 has a transaction open for 2 minutes,
+				// partition 2 one open for a second.
+				lso, open := 100, `[]`
+				switch i {
+				case 1:
+					lso, open = 90, `[{"producer_id":5,"first_offset":90,"start_timestamp":1,"age_ms":120000}]`
+				case 2:
+					lso, open = 95, `[{"producer_id":6,"first_offset":95,"start_timestamp":1,"age_ms":1000}]`
+				}
 				fmt.Fprintf(&b, `{"topic":"big","partition":%d,"role":"leader","leader_id":0,"leader_epoch":1,"replicas":[0],"isr":[0],`+
-					`"log_start_offset":0,"log_end_offset":100,"high_watermark":100,"last_stable_offset":100,"size_bytes":4096,`+
-					`"followers":[{"broker_id":7,"log_end_offset":%d,"lag":%d,"last_caught_up_ms_ago":10,"in_isr":true}]}`, i, 100-lag, lag)
+					`"log_start_offset":0,"log_end_offset":100,"high_watermark":100,"last_stable_offset":%d,"size_bytes":4096,"open_transactions":%s,`+
+					`"followers":[{"broker_id":7,"log_end_offset":%d,"lag":%d,"last_caught_up_ms_ago":10,"in_isr":true}]}`, i, lso, open, 100-lag, lag)
 			}
 			b.WriteString(`]}`)
 			w.Header().Set("Content-Type", "application/json")
@@ -93,6 +102,37 @@ func TestCollectEndpoint(t *testing.T) {
 		require.Equal(t, int64(4096), *p.SizeBytes)
 	}
 	require.Equal(t, int64(4*4096), *s2.Topics[0].SizeBytes)
+
+	// The LSO comes from ListOffsets read_committed, with the HW (kfake's
+	// empty partitions: 0), not from the endpoint; the open transactions
+	// from the leader's endpoint; the one open longer than the
+	// stuck-after age marks its partition.
+	for _, p := range s2.Partitions {
+		require.Equal(t, *p.HighWatermark, *p.LastStableOffset)
+	}
+	require.Equal(t, []OpenTxn{}, s2.Partitions[0].OpenTransactions)
+	require.Equal(t, StatusOK, s2.Partitions[0].Status)
+	require.Equal(t, []OpenTxn{{ProducerID: 5, FirstOffset: 90, AgeMs: 120000}}, s2.Partitions[1].OpenTransactions)
+	require.Equal(t, StatusOK, s2.Partitions[1].Status, "2 minutes is not stuck by the default 15")
+	col = NewCollector(newFakeCluster(t, 4, srv.URL), time.Second, WithTxnStuckAfter(time.Minute))
+	s3, err := col.Collect(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, StatusTxnStuck, s3.Partitions[1].Status)
+	require.Equal(t, StatusOK, s3.Partitions[2].Status)
+}
+
+// TestCollectWithoutEndpoint: without a qk endpoint the LSO is still
+// there (ListOffsets read_committed) and the open transactions are
+// unknown (null), not none.
+func TestCollectWithoutEndpoint(t *testing.T) {
+	s, err := NewCollector(newFakeCluster(t, 2, ""), time.Second).Collect(context.Background())
+	require.NoError(t, err)
+	require.Len(t, s.Partitions, 2)
+	for _, p := range s.Partitions {
+		require.NotNil(t, p.LastStableOffset)
+		require.Equal(t, *p.HighWatermark, *p.LastStableOffset)
+		require.Nil(t, p.OpenTransactions)
+	}
 }
 
 func TestParseCounters(t *testing.T) {

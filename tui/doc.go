@@ -13,10 +13,11 @@
 //	             last, so a stopped one costs nothing), then in parallel per
 //	             broker DescribeConfigs(BROKER, qk.http.advertised.listener)
 //	             (answer = up; value = its endpoint), ListOffsets per leader
-//	             (HW), DescribeLogDirs (sizes, non-qk brokers), the groups
+//	             (HW; read_committed: LSO), DescribeLogDirs (sizes, non-qk brokers), the groups
 //	             (List/Describe/OffsetFetch; lag from this round's HWs), and
 //	             for qk brokers GET /v1/partitions (every replica's LEO, the
-//	             leader's view of its followers) and /metrics (counters).
+//	             leader's view of its followers, the open transactions)
+//	             and /metrics (counters).
 //	endpoint.go  the HTTP documents and a scanner for the three counters.
 //	snapshot.go  Snapshot and its --once printers (text, json).
 //	model.go     the bubbletea model: keys, view state, ISR-change marks and
@@ -34,7 +35,7 @@
 //     cluster that is not qk has every replica's LEO unavailable and
 //     everything else the Kafka protocol gives.
 //   - Nothing is marked by colour alone: statuses are words
-//     (UNDER-REPLICATED, OFFLINE, LEADER-DOWN, DOWN), the selected row has
+//     (UNDER-REPLICATED, OFFLINE, LEADER-DOWN, TXN-STUCK, DOWN), the selected row has
 //     '>', the current view brackets, an ISR that changed in the last 5 s a
 //     trailing '*'. The golden screens (testdata/*.golden) are rendered
 //     with the Ascii profile and must read the same.

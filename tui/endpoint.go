@@ -23,17 +23,26 @@ type endpointPartitions struct {
 }
 
 type endpointPartition struct {
-	Topic            string             `json:"topic"`
-	Partition        int32              `json:"partition"`
-	Role             string             `json:"role"`
-	LeaderID         int32              `json:"leader_id"`
-	LeaderEpoch      int32              `json:"leader_epoch"`
-	LogStartOffset   int64              `json:"log_start_offset"`
-	LogEndOffset     int64              `json:"log_end_offset"`
-	HighWatermark    int64              `json:"high_watermark"`
-	LastStableOffset int64              `json:"last_stable_offset"`
-	SizeBytes        int64              `json:"size_bytes"`
+	Topic            string `json:"topic"`
+	Partition        int32  `json:"partition"`
+	Role             string `json:"role"`
+	LeaderID         int32  `json:"leader_id"`
+	LeaderEpoch      int32  `json:"leader_epoch"`
+	LogStartOffset   int64  `json:"log_start_offset"`
+	LogEndOffset     int64  `json:"log_end_offset"`
+	HighWatermark    int64  `json:"high_watermark"`
+	LastStableOffset int64  `json:"last_stable_offset"`
+	SizeBytes        int64  `json:"size_bytes"`
+	// OpenTransactions is absent (nil) from qk brokers older than it.
+	OpenTransactions []endpointOpenTxn  `json:"open_transactions"`
 	Followers        []endpointFollower `json:"followers"`
+}
+
+type endpointOpenTxn struct {
+	ProducerID     int64 `json:"producer_id"`
+	FirstOffset    int64 `json:"first_offset"`
+	StartTimestamp int64 `json:"start_timestamp"`
+	AgeMs          int64 `json:"age_ms"`
 }
 
 type endpointFollower struct {

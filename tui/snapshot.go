@@ -73,6 +73,11 @@ const (
 	// StatusLeaderDown: Metadata names a leader that did not answer this
 	// round (stopped, not yet replaced by the controller).
 	StatusLeaderDown = "LEADER-DOWN"
+	// StatusTxnStuck: the partition's oldest open transaction is older
+	// than the collector's stuck-after age (transaction.max.timeout.ms by
+	// default): a hanging transaction, its last stable offset stuck and
+	// read_committed consumers with it.
+	StatusTxnStuck = "TXN-STUCK"
 )
 
 // Partition is one partition: what Metadata and ListOffsets give, and,
@@ -85,6 +90,15 @@ type Partition struct {
 	Replicas      []int32 `json:"replicas"`
 	ISR           []int32 `json:"isr"`
 	HighWatermark *int64  `json:"high_watermark"`
+	// LastStableOffset is the leader's last stable offset, from
+	// ListOffsets read_committed (any Kafka), else from its
+	// /v1/partitions; nil when neither answered. read_committed consumers
+	// read below it.
+	LastStableOffset *int64 `json:"last_stable_offset"`
+	// OpenTransactions are the leader's open transactions, oldest first,
+	// from its /v1/partitions; nil (JSON null) when unknown (the leader
+	// is not qk or did not answer).
+	OpenTransactions []OpenTxn `json:"open_transactions"`
 	// LogEndOffsets is one entry per replica, in replica order.
 	LogEndOffsets []ReplicaLEO `json:"log_end_offsets"`
 	// MaxFollowerLag is the leader's LEO minus the lowest follower LEO
@@ -93,6 +107,28 @@ type Partition struct {
 	SizeBytes      *int64 `json:"size_bytes"`
 	Status         string `json:"status"`
 	Error          string `json:"error,omitempty"`
+}
+
+// OpenTxn is one open transaction of a partition.
+type OpenTxn struct {
+	ProducerID  int64 `json:"producer_id"`
+	FirstOffset int64 `json:"first_offset"`
+	// AgeMs is how long the leader has had it open: since it appended
+	// the transaction's first batch, or since it last opened the log.
+	AgeMs int64 `json:"age_ms"`
+}
+
+// OldestTxnAge is the age of the partition's oldest open transaction; ok
+// is false when none is open or it is unknown.
+func (p *Partition) OldestTxnAge() (age time.Duration, ok bool) {
+	if len(p.OpenTransactions) == 0 {
+		return 0, false
+	}
+	oldest := p.OpenTransactions[0].AgeMs
+	for _, t := range p.OpenTransactions[1:] {
+		oldest = max(oldest, t.AgeMs)
+	}
+	return time.Duration(oldest) * time.Millisecond, true
 }
 
 // ReplicaLEO is one replica's LogEndOffset; nil (JSON null) when no qk
@@ -176,11 +212,28 @@ func Print(w io.Writer, format string, s *Snapshot) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tREPLICAS\tISR\tHW\tLEO\tLAG\tSTATUS")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tREPLICAS\tISR\tHW\tLSO\tLEO\tLAG\tSTATUS")
 	for _, p := range s.Partitions {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, leaderText(p.Leader),
-			ids(p.Replicas), ids(p.ISR), optInt(p.HighWatermark), leoText(p.LogEndOffsets, "unavailable"),
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, leaderText(p.Leader),
+			ids(p.Replicas), ids(p.ISR), optInt(p.HighWatermark), optInt(p.LastStableOffset), leoText(p.LogEndOffsets, "unavailable"),
 			optInt(p.MaxFollowerLag), dash(p.Status))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var open []string
+	for _, p := range s.Partitions {
+		for _, t := range p.OpenTransactions {
+			open = append(open, fmt.Sprintf("%s\t%d\t%d\t%d\t%s", p.Topic, p.Partition, t.ProducerID, t.FirstOffset, txnAge(t.AgeMs)))
+		}
+	}
+	if len(open) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tPRODUCER ID\tFIRST OFFSET\tOPEN FOR")
+		for _, l := range open {
+			fmt.Fprintln(tw, l)
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -250,6 +303,11 @@ func leoText(v []ReplicaLEO, unknown string) string {
 		return unknown
 	}
 	return b.String()
+}
+
+// txnAge is an open transaction's age, to the second: "12m3s".
+func txnAge(ms int64) string {
+	return (time.Duration(ms) * time.Millisecond).Round(time.Second).String()
 }
 
 func optInt(v *int64) string {

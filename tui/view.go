@@ -36,6 +36,9 @@ type column struct {
 	title string
 	right bool
 	flex  bool
+	// optional: hidden when the table would not fit the width even with
+	// one-space gaps and its flex columns at their narrowest.
+	optional bool
 }
 
 // row is one table line: its cells, the values it sorts by (NaN: sort
@@ -60,7 +63,7 @@ var columns = [numViews][]column{
 	viewBrokers: {{title: "ID", right: true}, {title: "HOST", flex: true}, {title: "RACK"}, {title: "STATUS"},
 		{title: "LED", right: true}, {title: "HOSTED", right: true}, {title: "IN/S", right: true}, {title: "OUT/S", right: true}, {title: "ENDPOINT", flex: true}},
 	viewPartitions: {{title: "TOPIC", flex: true}, {title: "PARTITION", right: true}, {title: "LEADER", right: true},
-		{title: "REPLICAS"}, {title: "ISR"}, {title: "HW", right: true}, {title: "LEO"}, {title: "LAG", right: true}, {title: "STATUS"}},
+		{title: "REPLICAS"}, {title: "ISR"}, {title: "HW", right: true}, {title: "LSO", right: true, optional: true}, {title: "LEO"}, {title: "LAG", right: true}, {title: "STATUS"}},
 	viewTopics: {{title: "TOPIC", flex: true}, {title: "PARTS", right: true}, {title: "RF", right: true}, {title: "URP", right: true},
 		{title: "OFFLINE", right: true}, {title: "SIZE", right: true}, {title: "MSG IN/S", right: true}, {title: "IN/S", right: true}, {title: "OUT/S", right: true}},
 	viewGroups: {{title: "GROUP", flex: true}, {title: "STATE"}, {title: "MEMBERS", right: true}, {title: "LAG", right: true},
@@ -118,16 +121,16 @@ func (m *Model) rows() []row {
 			switch p.Status {
 			case StatusOffline, StatusLeaderDown:
 				mark = markBad
-			case StatusUnderReplicated:
+			case StatusUnderReplicated, StatusTxnStuck:
 				if mark == markNone {
 					mark = markWarn
 				}
 			}
 			add(row{key: k, mark: mark,
 				cells: []string{p.Topic, strconv.Itoa(int(p.Partition)), leaderText(p.Leader), ids(p.Replicas), isr,
-					optInt(p.HighWatermark), leoText(p.LogEndOffsets, "unavailable"), optInt(p.MaxFollowerLag), p.Status},
+					optInt(p.HighWatermark), optInt(p.LastStableOffset), leoText(p.LogEndOffsets, "unavailable"), optInt(p.MaxFollowerLag), p.Status},
 				vals: []float64{nan, float64(p.Partition), float64(p.Leader), nan, float64(len(p.ISR)),
-					float64(optOr(p.HighWatermark, -1)), nan, float64(optOr(p.MaxFollowerLag, -1)), nan}})
+					float64(optOr(p.HighWatermark, -1)), float64(optOr(p.LastStableOffset, -1)), nan, float64(optOr(p.MaxFollowerLag, -1)), nan}})
 		}
 	case viewTopics:
 		for _, t := range s.Topics {
@@ -298,13 +301,37 @@ func (m *Model) table() []string {
 		}
 	}
 	gap := 2
+	hidden := make([]bool, len(cols))
 	// One column on the left holds the selection marker.
 	total := func() int {
-		t := 1 + gap*(len(cols)-1)
-		for _, w := range widths {
-			t += w
+		t := 1 - gap
+		for i, w := range widths {
+			if !hidden[i] {
+				t += gap + w
+			}
 		}
 		return t
+	}
+	// An optional column goes first when even the narrowest layout is
+	// too wide (LSO at 80 columns: the per-replica LEO matters more, and
+	// the detail pane shows the LSO).
+	narrowest := func() int {
+		t := 0
+		for i, w := range widths {
+			if hidden[i] {
+				continue
+			}
+			if cols[i].flex {
+				w = min(w, max(ansi.StringWidth(titles[i]), 6))
+			}
+			t += 1 + w
+		}
+		return t
+	}
+	for i := range cols {
+		if cols[i].optional && narrowest() > m.width {
+			hidden[i] = true
+		}
 	}
 	// The last flex column gives up width first: names on the left are
 	// what a row is read by.
@@ -318,10 +345,15 @@ func (m *Model) table() []string {
 	}
 	line := func(cells []string) string {
 		var b strings.Builder
+		first := true
 		for i, c := range cells {
-			if i > 0 {
+			if hidden[i] {
+				continue
+			}
+			if !first {
 				b.WriteString(strings.Repeat(" ", gap))
 			}
+			first = false
 			wdt := widths[i]
 			c = ansi.Truncate(c, wdt, "…")
 			pad := strings.Repeat(" ", max(wdt-ansi.StringWidth(c), 0))
@@ -421,7 +453,11 @@ func (m *Model) detailPane(r *row) []string {
 		if p != nil {
 			info = fmt.Sprintf("  leader %s epoch %d  replicas %s  isr %s  LEO %s", leaderText(p.Leader), p.LeaderEpoch, ids(p.Replicas), ids(p.ISR), perReplica(p.LogEndOffsets))
 		}
-		return []string{rule(r.cells[0] + "/" + r.cells[1]), spark("HW", h.a, intf), spark("LEO", h.b, intf), spark("LAG", h.c, intf), info}
+		title := r.cells[0] + "/" + r.cells[1]
+		if p != nil {
+			title += txnSummary(p)
+		}
+		return []string{rule(title), spark("HW", h.a, intf), spark("LEO", h.b, intf), spark("LAG", h.c, intf), info}
 	case viewBrokers:
 		return []string{rule("broker " + r.cells[0]), spark("IN", h.a, rateF(bytesRate)), spark("OUT", h.b, rateF(bytesRate)), spark("LED", h.c, intf), ""}
 	case viewTopics:
@@ -429,6 +465,30 @@ func (m *Model) detailPane(r *row) []string {
 	default:
 		return []string{rule("group " + r.cells[0]), spark("LAG", h.a, intf), spark("MEMB", h.b, intf), "", ""}
 	}
+}
+
+// txnSummary is the detail pane's word on transactions: the LSO when
+// known, and the oldest open transaction, "  LSO 800  txn pid 4000 @800
+// open 17m0s (2 open)".
+func txnSummary(p *Partition) string {
+	if p.LastStableOffset == nil {
+		return ""
+	}
+	out := "  LSO " + strconv.FormatInt(*p.LastStableOffset, 10)
+	if len(p.OpenTransactions) == 0 {
+		return out
+	}
+	oldest := p.OpenTransactions[0]
+	for _, t := range p.OpenTransactions[1:] {
+		if t.AgeMs > oldest.AgeMs {
+			oldest = t
+		}
+	}
+	out += fmt.Sprintf("  txn pid %d @%d open %s", oldest.ProducerID, oldest.FirstOffset, txnAge(oldest.AgeMs))
+	if n := len(p.OpenTransactions); n > 1 {
+		out += fmt.Sprintf(" (%d open)", n)
+	}
+	return out
 }
 
 func rateF(f func(*float64) string) func(float64) string {
@@ -465,7 +525,9 @@ func (m *Model) helpLines() []string {
 	}
 	return append(out, "",
 		"  ISR ids ending in * changed in the last "+isrHighlight.String()+"; STATUS says",
-		"  UNDER-REPLICATED or OFFLINE; LEO lists each replica's, ? where unknown,",
+		"  UNDER-REPLICATED, OFFLINE, or TXN-STUCK (a transaction open too long);",
+		"  LSO is the last stable offset (on wide screens and in the detail pane);",
+		"  LEO lists each replica's, ? where unknown,",
 		"  unavailable when no broker is qk (the Kafka protocol has no follower LEO).",
 		"", "  any key closes this help")
 }

@@ -34,8 +34,8 @@ func TestMetricsDoc(t *testing.T) {
 	}
 	doc := string(committed)
 
-	// A broker that has produced and fetched, so the per-topic, per-request
-	// and per-partition metrics have samples.
+	// A broker that has produced and fetched, and has a transaction open,
+	// so the per-topic, per-request and per-partition metrics have samples.
 	b := brokertest.StartBroker(t)
 	const topic = "docs"
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
@@ -46,6 +46,13 @@ func TestMetricsDoc(t *testing.T) {
 	fetches := cl.PollFetches(testCtx(t))
 	require.NoError(t, fetches.Err())
 	require.Equal(t, 1, fetches.NumRecords())
+	// A transaction left open, for the series of partitions with
+	// transactions in flight.
+	tx, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic(topic), kgo.TransactionalID("docs"))
+	require.NoError(t, err)
+	defer tx.Close()
+	require.NoError(t, tx.BeginTransaction())
+	require.NoError(t, tx.ProduceSync(testCtx(t), &kgo.Record{Value: []byte("open")}).FirstErr())
 
 	catalog := map[string]httpapi.Metric{}
 	for _, m := range httpapi.Catalog() {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/network"
+	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/txn"
 )
 
 // maxAPIKey bounds the API keys with request metrics; Kafka's stay far
@@ -178,6 +180,22 @@ var (
 		"Fraction (0-1) of the time the network processors spent waiting for events since the previous scrape.")
 	descQueue = newDesc(typeGauge, "kafka_network_requestchannel_requestqueuesize",
 		"Requests read and waiting for a handler.")
+	descLSOLag = newDesc(typeGauge, "qk_log_last_stable_offset_lag",
+		"High watermark minus last stable offset of the partition (hosted here, leader or follower): records read_committed consumers cannot read yet because a transaction before them is open or its marker not replicated. Like the other qk_log_*transaction* series, present only for partitions with an open transaction or a lag: absent means 0.", "topic", "partition")
+	descOldestTxnAge = newDesc(typeGauge, "qk_log_oldest_open_transaction_age_seconds",
+		"Age of the partition's oldest open transaction (by first offset), since this replica appended its first batch (or reopened the log, after a restart); 0 or absent when none is open. Past transaction.max.timeout.ms the transaction is hanging and the last stable offset stuck.", "topic", "partition")
+	descOpenTxns = newDesc(typeGauge, "qk_log_open_transactions",
+		"Open transactions in the partition (hosted here).", "topic", "partition")
+	descHanging = newDesc(typeGauge, "qk_server_replicamanager_hangingtransactionpartitions",
+		"Partitions led here whose oldest open transaction is older than transaction.max.timeout.ms (each also logged at WARN): the coordinator should have ended it, and read_committed consumers are stuck at its first offset. Anything but 0 needs `qk transactions find-hanging` and `abort`.")
+	descTxnStates = newDesc(typeGauge, "qk_transaction_coordinator_transactions",
+		"Transactional ids of the __transaction_state partitions coordinated here, by state (Kafka's TransactionState names; partitions still loading not counted).", "state")
+	descTxnPartitions = newDesc(typeGauge, "qk_transaction_coordinator_partitions",
+		"__transaction_state partitions this broker coordinates (leads).")
+	descTxnLoading = newDesc(typeGauge, "qk_transaction_coordinator_partitions_loading",
+		"__transaction_state partitions this broker coordinates whose state is still loading (requests for them get COORDINATOR_LOAD_IN_PROGRESS).")
+	descMarkersInFlight = newDesc(typeGauge, "qk_transaction_coordinator_markers_in_flight",
+		"Transactions whose COMMIT or ABORT markers are queued or being sent to partition leaders (WriteTxnMarkers): a value that stays up means markers that cannot be written.")
 	descOverdue = newDesc(typeCounter, "qk_network_requests_overdue_total",
 		"Requests found neither answered nor dropped with their connection request.timeout.ms (plus a fetch's max_wait_ms or a produce's timeout_ms) after they were read, each counted once; each is also logged at WARN. Anything but 0 is a broker bug or a broker too overloaded for its clients.")
 )
@@ -194,7 +212,8 @@ type collector struct {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBytesIn, descMessagesIn, descBytesOut, descUnderReplicated,
 		descUnderMinISR, descAtMinISR, descPartitions, descLeaders, descOfflineReplicas, descISRShrinks,
-		descISRExpands, descOffline, descActiveController, descLogSize, descPurgatory, descDelayed, descIdle, descQueue, descOverdue} {
+		descISRExpands, descOffline, descActiveController, descLogSize, descPurgatory, descDelayed, descIdle, descQueue, descOverdue,
+		descLSOLag, descOldestTxnAge, descOpenTxns, descHanging, descTxnStates, descTxnPartitions, descTxnLoading, descMarkersInFlight} {
 		ch <- d
 	}
 }
@@ -229,6 +248,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		isr := r.ISRChanges()
 		counter(descISRShrinks, isr.Shrinks)
 		counter(descISRExpands, isr.Expands)
+		c.collectTxnStats(r, gauge)
+	}
+	if tc := st.Txn; tc != nil {
+		ts := tc.Stats()
+		for _, s := range txn.States {
+			gauge(descTxnStates, float64(ts.States[s]), s.String())
+		}
+		gauge(descTxnPartitions, float64(ts.Partitions))
+		gauge(descTxnLoading, float64(ts.Loading))
+		gauge(descMarkersInFlight, float64(ts.MarkersInFlight))
 	}
 	if cache := st.Cache; cache != nil {
 		offline := 0
@@ -267,6 +296,33 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descIdle, c.idleRatio(l))
 		counter(descOverdue, l.RequestsOverdue)
 	}
+}
+
+// collectTxnStats reports the partitions' transaction gauges.
+func (c *collector) collectTxnStats(r *replica.Manager, gauge func(*prometheus.Desc, float64, ...string)) {
+	nowMs := c.s.cfg.Now().UnixMilli()
+	maxMs := int64(c.s.cfg.TransactionMaxTimeoutMs)
+	hanging := 0
+	for _, ts := range r.TxnStats() {
+		lag := max(ts.HighWatermark-ts.LastStableOffset, 0)
+		if ts.OpenTransactions == 0 && lag == 0 {
+			// Only partitions with transactions in flight have the
+			// series: every partition's would triple the scrape.
+			continue
+		}
+		part := strconv.Itoa(int(ts.Partition))
+		gauge(descLSOLag, float64(lag), ts.Topic, part)
+		gauge(descOpenTxns, float64(ts.OpenTransactions), ts.Topic, part)
+		age := int64(0)
+		if ts.OpenTransactions > 0 {
+			age = max(nowMs-ts.Oldest.StartTimestamp, 0)
+		}
+		gauge(descOldestTxnAge, float64(age)/1000, ts.Topic, part)
+		if ts.IsLeader && ts.OpenTransactions > 0 && maxMs > 0 && age > maxMs {
+			hanging++
+		}
+	}
+	gauge(descHanging, float64(hanging))
 }
 
 // sample starts the idle measurement (SetState).

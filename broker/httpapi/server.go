@@ -18,6 +18,7 @@ import (
 	"github.com/qk-project/qk/broker/network"
 	"github.com/qk-project/qk/broker/purgatory"
 	"github.com/qk-project/qk/broker/replica"
+	"github.com/qk-project/qk/broker/txncoord"
 )
 
 // Config configures a Server.
@@ -30,8 +31,11 @@ type Config struct {
 	Health func() []string
 	// Now is the broker's clock, for follower catch-up ages (the ISR
 	// state records the broker clock's milliseconds). Nil: time.Now.
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now func() time.Time
+	// TransactionMaxTimeoutMs is transaction.max.timeout.ms: an open
+	// transaction older than this is hanging (0: none is).
+	TransactionMaxTimeoutMs int
+	Logger                  *slog.Logger
 }
 
 // State is the broker's parts the routes read, published once start-up
@@ -43,6 +47,7 @@ type State struct {
 	Network    *network.Server
 	Fetches    *purgatory.Purgatory[purgatory.Key]
 	Produces   *purgatory.Purgatory[purgatory.Key]
+	Txn        *txncoord.Coordinator
 }
 
 // Server is one broker's admin HTTP server.

@@ -12,19 +12,33 @@ type partitionsJSON struct {
 }
 
 type partitionJSON struct {
-	Topic            string         `json:"topic"`
-	Partition        int32          `json:"partition"`
-	Role             string         `json:"role"` // "leader" or "follower"
-	LeaderID         int32          `json:"leader_id"`
-	LeaderEpoch      int32          `json:"leader_epoch"`
-	Replicas         []int32        `json:"replicas"`
-	ISR              []int32        `json:"isr"`
-	LogStartOffset   int64          `json:"log_start_offset"`
-	LogEndOffset     int64          `json:"log_end_offset"`
-	HighWatermark    int64          `json:"high_watermark"`
-	LastStableOffset int64          `json:"last_stable_offset"`
-	SizeBytes        int64          `json:"size_bytes"`
+	Topic            string  `json:"topic"`
+	Partition        int32   `json:"partition"`
+	Role             string  `json:"role"` // "leader" or "follower"
+	LeaderID         int32   `json:"leader_id"`
+	LeaderEpoch      int32   `json:"leader_epoch"`
+	Replicas         []int32 `json:"replicas"`
+	ISR              []int32 `json:"isr"`
+	LogStartOffset   int64   `json:"log_start_offset"`
+	LogEndOffset     int64   `json:"log_end_offset"`
+	HighWatermark    int64   `json:"high_watermark"`
+	LastStableOffset int64   `json:"last_stable_offset"`
+	SizeBytes        int64   `json:"size_bytes"`
+	// OpenTransactions are the partition's open transactions, oldest
+	// first ([] when none): what holds LastStableOffset below
+	// HighWatermark.
+	OpenTransactions []openTxnJSON  `json:"open_transactions"`
 	Followers        []followerJSON `json:"followers"` // [] on a follower
+}
+
+type openTxnJSON struct {
+	ProducerID  int64 `json:"producer_id"`
+	FirstOffset int64 `json:"first_offset"`
+	// StartTimestamp is when (ms, the broker's clock) this replica
+	// appended the transaction's first batch, or opened the log after a
+	// restart (log.TxnStart); AgeMs is the time since.
+	StartTimestamp int64 `json:"start_timestamp"`
+	AgeMs          int64 `json:"age_ms"`
 }
 
 type followerJSON struct {
@@ -58,7 +72,12 @@ func (s *Server) servePartitions(w http.ResponseWriter, _ *http.Request) {
 			Topic: ps.Topic, Partition: ps.Partition, Role: "follower", LeaderID: ps.Leader, LeaderEpoch: ps.LeaderEpoch,
 			Replicas: nonNil(ps.Replicas), ISR: nonNil(ps.ISR),
 			LogStartOffset: ps.LogStartOffset, LogEndOffset: ps.LogEndOffset, HighWatermark: ps.HighWatermark,
-			LastStableOffset: ps.LastStableOffset, SizeBytes: ps.Size, Followers: []followerJSON{},
+			LastStableOffset: ps.LastStableOffset, SizeBytes: ps.Size, OpenTransactions: []openTxnJSON{},
+			Followers: []followerJSON{},
+		}
+		for _, t := range ps.OpenTransactions {
+			pj.OpenTransactions = append(pj.OpenTransactions, openTxnJSON{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset,
+				StartTimestamp: t.StartTimestamp, AgeMs: max(nowMs-t.StartTimestamp, 0)})
 		}
 		if ps.IsLeader {
 			pj.Role = "leader"

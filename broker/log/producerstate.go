@@ -386,7 +386,8 @@ func (m *ProducerStateManager) LoadSnapshot(entries []checkpoint.ProducerSnapsho
 		}
 		m.producers[e.ProducerID] = s
 		if s.txnFirstOffset >= 0 {
-			m.ongoing = append(m.ongoing, txnMetadata{producerID: e.ProducerID, firstOffset: s.txnFirstOffset, lastOffset: -1})
+			m.ongoing = append(m.ongoing, txnMetadata{producerID: e.ProducerID, firstOffset: s.txnFirstOffset, lastOffset: -1,
+				startTimestamp: nowMs})
 		}
 	}
 	slices.SortFunc(m.ongoing, compareTxns)

@@ -20,6 +20,9 @@ import (
 func (l *Log) applyBatch(bt record.Batch, index func(AbortedTxn) error) error {
 	done, ok := l.producers.Update(bt)
 	if !ok {
+		if bt.IsTransactional() && !bt.IsControl() {
+			l.producers.stampTxnStart(bt, l.nowMs())
+		}
 		return nil
 	}
 	if done.IsAborted {
@@ -126,6 +129,14 @@ func (l *Log) OngoingTransactions() []OpenTxn {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.producers.OngoingTxns()
+}
+
+// OngoingTxnStarts returns the open transactions with their start
+// timestamps, oldest first (for metrics and status pages).
+func (l *Log) OngoingTxnStarts() []TxnStart {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.producers.OngoingTxnStarts()
 }
 
 // OffsetSnapshot is the log's offsets taken at one instant (Kafka's

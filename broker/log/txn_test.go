@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -364,4 +365,34 @@ func BenchmarkAppendTransactional(b *testing.B) {
 			}
 		})
 	}
+}
+
+func TestOngoingTxnStartsAtFirstAppend(t *testing.T) {
+	x := newTxnLog(t, nil, smallConfig())
+	x.ts = 5 // the batches' own (event) timestamps play no part
+	start7 := x.clock.Now().UnixMilli()
+	x.data(7, 3) // 0-2
+	x.clock.Advance(time.Second)
+	start8 := x.clock.Now().UnixMilli()
+	x.data(8, 1) // 3
+	x.clock.Advance(time.Second)
+	x.data(7, 2) // 4-5: same transaction, its start stays
+	require.Equal(t, []TxnStart{{ProducerID: 7, FirstOffset: 0, StartTimestamp: start7},
+		{ProducerID: 8, FirstOffset: 3, StartTimestamp: start8}}, x.OngoingTxnStarts())
+
+	x.end(7, false) // 6
+	x.clock.Advance(time.Second)
+	x.data(7, 1) // 7: a new transaction of 7, started now
+	now := x.clock.Now().UnixMilli()
+	require.Equal(t, []TxnStart{{ProducerID: 8, FirstOffset: 3, StartTimestamp: start8},
+		{ProducerID: 7, FirstOffset: 7, StartTimestamp: now}}, x.OngoingTxnStarts())
+
+	// Reopened (recovery or a snapshot), the open transactions start when
+	// the log is opened.
+	x.closeLog()
+	x.clock.Advance(time.Minute)
+	x.reopen()
+	reopened := x.clock.Now().UnixMilli()
+	require.Equal(t, []TxnStart{{ProducerID: 8, FirstOffset: 3, StartTimestamp: reopened},
+		{ProducerID: 7, FirstOffset: 7, StartTimestamp: reopened}}, x.OngoingTxnStarts())
 }

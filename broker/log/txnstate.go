@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/qk-project/qk/broker/record"
 )
 
 // Transactions in the producer state (Kafka's ProducerStateManager and
@@ -39,11 +41,19 @@ type CompletedTxn struct {
 }
 
 // txnMetadata is one transaction in ongoing or unreplicated (Kafka's
-// TxnMetadata); lastOffset is -1 while it is open.
+// TxnMetadata); lastOffset is -1 while it is open. startTimestamp is when
+// this replica learned the transaction was open, by the log's clock (ms):
+// when it appended the first batch, or when recovery or a producer
+// snapshot brought the transaction back. It is for the age of open
+// transactions in metrics and status pages, not in Kafka's TxnMetadata,
+// and not in the snapshot format. The batch's own timestamps would be
+// wrong for it: a producer may write old event times (Kafka Streams
+// forwarding a backlog), which would make every transaction look hung.
 type txnMetadata struct {
-	producerID  int64
-	firstOffset int64
-	lastOffset  int64
+	producerID     int64
+	firstOffset    int64
+	lastOffset     int64
+	startTimestamp int64
 }
 
 func compareTxns(a, b txnMetadata) int { return cmp.Compare(a.firstOffset, b.firstOffset) }
@@ -154,4 +164,41 @@ func (m *ProducerStateManager) OngoingTxns() []OpenTxn {
 		out[i] = OpenTxn{ProducerID: t.producerID, FirstOffset: t.firstOffset}
 	}
 	return out
+}
+
+// TxnStart is an open transaction and when it started: StartTimestamp
+// (ms, the log's clock) is when this replica appended its first batch
+// (a follower: when it replicated it), or, for a transaction recovered
+// from disk, when the log was opened. After a restart the age of a
+// transaction that was open before it starts again from 0.
+type TxnStart struct {
+	ProducerID     int64
+	FirstOffset    int64
+	StartTimestamp int64
+}
+
+// OngoingTxnStarts returns the open transactions with their start
+// timestamps, oldest (by first offset) first.
+func (m *ProducerStateManager) OngoingTxnStarts() []TxnStart {
+	out := make([]TxnStart, len(m.ongoing))
+	for i, t := range m.ongoing {
+		out[i] = TxnStart{ProducerID: t.producerID, FirstOffset: t.firstOffset, StartTimestamp: t.startTimestamp}
+	}
+	return out
+}
+
+// stampTxnStart records nowMs as the start of the transaction bt opened,
+// if it opened one (it is its producer's transaction's first batch). Call
+// it after Update with a transactional data batch.
+func (m *ProducerStateManager) stampTxnStart(bt record.Batch, nowMs int64) {
+	first := bt.BaseOffset()
+	if s := m.producers[bt.ProducerID()]; s == nil || s.txnFirstOffset != first {
+		return
+	}
+	for i := len(m.ongoing) - 1; i >= 0; i-- {
+		if t := &m.ongoing[i]; t.firstOffset == first {
+			t.startTimestamp = nowMs
+			return
+		}
+	}
 }

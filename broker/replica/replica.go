@@ -113,6 +113,10 @@ type Config struct {
 	AlterISR func(u ISRUpdate, done func(ISRUpdateResult))
 	// ReplicaLagTimeMaxMs is replica.lag.time.max.ms (0: 30000).
 	ReplicaLagTimeMaxMs int64
+	// TransactionMaxTimeoutMs is transaction.max.timeout.ms: a
+	// transaction open longer than this in a partition led here is
+	// logged at WARN as hanging (hanging.go). 0: not checked.
+	TransactionMaxTimeoutMs int64
 }
 
 // Manager is the set of partitions this broker hosts.
@@ -166,10 +170,13 @@ func New(cfg Config) *Manager {
 	if cfg.AlterISR != nil {
 		m.loops.Go(m.isrLoop)
 	}
+	if cfg.TransactionMaxTimeoutMs > 0 {
+		m.loops.Go(m.hangingTxnLoop)
+	}
 	return m
 }
 
-// Close stops the ISR checks.
+// Close stops the ISR and hanging-transaction checks.
 func (m *Manager) Close() {
 	m.stopOnce.Do(func() { close(m.stop) })
 	m.loops.Wait()

@@ -100,6 +100,9 @@ type Status struct {
 	HighWatermark     int64
 	LastStableOffset  int64
 	Size              int64
+	// OpenTransactions are the partition's open transactions, oldest
+	// first (log.Log.OngoingTxnStarts).
+	OpenTransactions []log.TxnStart
 	// Followers are the leader's followers by id; nil on a follower.
 	Followers []FollowerStatus
 }
@@ -131,6 +134,7 @@ func (p *Partition) Status() Status {
 	st.LogEndOffset = p.log.LogEndOffset()
 	st.HighWatermark = p.log.HighWatermark()
 	st.LastStableOffset = p.LastStableOffset()
+	st.OpenTransactions = p.log.OngoingTxnStarts()
 	st.Size = p.log.Size()
 	return st
 }
@@ -181,4 +185,43 @@ func (m *Manager) Health(sizes bool) Health {
 		}
 	}
 	return h
+}
+
+// TxnStats is one hosted partition's transactions, for the gauges.
+type TxnStats struct {
+	Topic     string
+	Partition int32
+	IsLeader  bool
+	// HighWatermark and LastStableOffset are read under one hold of the
+	// log's lock: HighWatermark - LastStableOffset is what read_committed
+	// consumers cannot read yet.
+	HighWatermark    int64
+	LastStableOffset int64
+	// OpenTransactions counts the open transactions; Oldest is the
+	// oldest (by first offset) when there is one.
+	OpenTransactions int
+	Oldest           log.TxnStart
+}
+
+// TxnStats returns every hosted partition's transaction state, in no
+// order, taking each log's read lock briefly.
+func (m *Manager) TxnStats() []TxnStats {
+	m.mu.RLock()
+	ps := slices.Collect(maps.Values(m.partitions))
+	m.mu.RUnlock()
+	out := make([]TxnStats, 0, len(ps))
+	for _, p := range ps {
+		p.mu.RLock()
+		leader := p.leader == p.m.cfg.BrokerID
+		p.mu.RUnlock()
+		off := p.log.FetchOffsetSnapshot()
+		open := p.log.OngoingTxnStarts()
+		ts := TxnStats{Topic: p.topic, Partition: p.index, IsLeader: leader, HighWatermark: off.HighWatermark,
+			LastStableOffset: off.LastStableOffset, OpenTransactions: len(open)}
+		if len(open) > 0 {
+			ts.Oldest = open[0]
+		}
+		out = append(out, ts)
+	}
+	return out
 }

@@ -21,18 +21,21 @@ func newTopCmd() *cobra.Command {
 		reqTime  time.Duration
 		once     bool
 		format   string
+		stuck    time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "top",
-		Short: "Live view of brokers, partitions (leader, ISR, HW, per-replica LEO, lag), topics and groups",
+		Short: "Live view of brokers, partitions (leader, ISR, HW, LSO, per-replica LEO, lag), topics and groups",
 		Long: `qk top shows what a cluster is doing right now: brokers up or down, every
-partition's leader, replicas, ISR, high watermark and, on qk brokers, each
-replica's log end offset and the followers' lag; topics and consumer groups
-with their rates and lag. Against a Kafka cluster that is not qk it shows what
+partition's leader, replicas, ISR, high watermark, last stable offset and, on
+qk brokers, the open transactions (a partition whose oldest one is older than
+--txn-stuck-after shows TXN-STUCK), each replica's log end offset and the
+followers' lag; topics and consumer groups with their rates and lag. Against a Kafka cluster that is not qk it shows what
 the Kafka protocol gives and marks the per-replica LEO unavailable.`,
 		Example: `  qk top -b 127.0.0.1:9092
   qk top --interval 5s --profile prod
-  qk top --once --format json | jq '.partitions[] | select(.status != "")'`,
+  qk top --once --format json | jq '.partitions[] | select(.status != "")'
+  qk top --once --format json | jq '.partitions[] | select(.open_transactions | length > 0)'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
@@ -46,7 +49,7 @@ the Kafka protocol gives and marks the per-replica LEO unavailable.`,
 				return err
 			}
 			defer c.Close()
-			col := tui.NewCollector(c.Kgo(), reqTime)
+			col := tui.NewCollector(c.Kgo(), reqTime, tui.WithTxnStuckAfter(stuck))
 			if once {
 				s, err := col.Collect(cmd.Context())
 				if err != nil {
@@ -66,6 +69,7 @@ the Kafka protocol gives and marks the per-replica LEO unavailable.`,
 	f.DurationVar(&reqTime, "request-timeout", tui.DefaultRequestTimeout, "timeout of each request of a refresh: a broker that does not answer within it shows as down")
 	f.BoolVar(&once, "once", false, "print one snapshot and exit (for scripts)")
 	f.StringVar(&format, "format", "text", "output format of --once: text or json")
+	f.DurationVar(&stuck, "txn-stuck-after", tui.DefaultTxnStuckAfter, "mark a partition TXN-STUCK when its oldest open transaction is older than this (the cluster's transaction.max.timeout.ms)")
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -108,7 +108,7 @@ func TestTopOnceKfake(t *testing.T) {
 	out, _, err := runQK(t, "top", "--once", "-b", strings.Join(addrs, ","))
 	require.NoError(t, err)
 	require.Contains(t, out, "brokers 3/3 up")
-	require.Regexp(t, `(?m)^orders\s+0\s+\d\s+\S+\s+\S+\s+5\s+unavailable\s`, out)
+	require.Regexp(t, `(?m)^orders\s+0\s+\d\s+\S+\s+\S+\s+5\s+5\s+unavailable\s`, out)
 }
 
 // TestTopOnceEndpoint: a broker that advertises qk.http.advertised.listener
@@ -121,7 +121,8 @@ func TestTopOnceEndpoint(t *testing.T) {
 		switch r.URL.Path {
 		case "/v1/partitions":
 			fmt.Fprint(w, `{"broker_id":0,"partitions":[{"topic":"orders","partition":0,"role":"leader","leader_id":0,
-				"leader_epoch":0,"log_start_offset":0,"log_end_offset":7,"high_watermark":7,"last_stable_offset":7,"size_bytes":700,
+				"leader_epoch":0,"log_start_offset":0,"log_end_offset":7,"high_watermark":7,"last_stable_offset":4,"size_bytes":700,
+				"open_transactions":[{"producer_id":9,"first_offset":4,"start_timestamp":1,"age_ms":125000}],
 				"followers":[{"broker_id":42,"log_end_offset":4,"lag":3,"last_caught_up_ms_ago":50,"in_isr":false}]}]}`)
 		case "/metrics":
 			fmt.Fprintln(w, "# TYPE kafka_server_brokertopicmetrics_bytesin_total counter")
@@ -147,6 +148,15 @@ func TestTopOnceEndpoint(t *testing.T) {
 	require.NotNil(t, p.LogEndOffsets[0].LogEndOffset, "the leader's own LEO from its endpoint")
 	require.Equal(t, int64(7), *p.LogEndOffsets[0].LogEndOffset)
 	require.Equal(t, int64(700), *p.SizeBytes)
+	require.Equal(t, int64(7), *p.LastStableOffset, "the LSO from ListOffsets read_committed, over the endpoint's")
+	require.Equal(t, []tui.OpenTxn{{ProducerID: 9, FirstOffset: 4, AgeMs: 125000}}, p.OpenTransactions)
+	require.Equal(t, tui.StatusOK, p.Status, "open 2 minutes: not stuck by the default 15")
+
+	out, stderr, err := runQK(t, "top", "--once", "--txn-stuck-after", "1m", "-b", strings.Join(addrs, ","))
+	require.NoError(t, err, stderr)
+	require.Regexp(t, `(?m)^orders\s+0\s+0\s+\S+\s+\S+\s+7\s+7\s+7\s.*TXN-STUCK$`, out)
+	require.Regexp(t, `(?m)^TOPIC\s+PARTITION\s+PRODUCER ID\s+FIRST OFFSET\s+OPEN FOR$`, out)
+	require.Regexp(t, `(?m)^orders\s+0\s+9\s+4\s+2m5s$`, out)
 }
 
 // qkEndpointAdvertised reports whether broker id of a qk cluster
