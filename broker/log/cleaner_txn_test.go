@@ -373,8 +373,6 @@ func TestCleanTransactions(t *testing.T) {
 	for _, mk := range ms {
 		require.False(t, mk.hasHorizon, "marker at %d", mk.base)
 	}
-	t.Logf("%d markers, %d removed past their horizon, %d aborted transactions indexed before, %d after",
-		m.markers, withHorizon, len(before), len(x.AbortedTransactions(0, math.MaxInt64)))
 	require.Equal(t, before, x.AbortedTransactions(0, math.MaxInt64), "entries stay while their data is being removed")
 	require.Equal(t, x.LogEndOffset(), x.LastStableOffset())
 	require.Equal(t, producers, summarize(x.ProducerState()))
