@@ -246,6 +246,27 @@ func (m *txnKVModel) checkCleanedView(t testing.TB, view []consumed, what string
 	}
 }
 
+// checkCompactionOf checks that view is a compaction of full: every
+// record of view is in full at its offset, and each key's last record in
+// full is in view.
+func checkCompactionOf(t testing.TB, view, full []consumed, what string) {
+	t.Helper()
+	byOffset := map[int64]consumed{}
+	last := map[string]int64{}
+	for _, c := range full {
+		byOffset[c.offset] = c
+		last[c.key] = c.offset
+	}
+	seen := map[int64]bool{}
+	for _, c := range view {
+		require.Equal(t, byOffset[c.offset], c, "%s: record at %d", what, c.offset)
+		seen[c.offset] = true
+	}
+	for key, off := range last {
+		require.True(t, seen[off], "%s: last record of %s at %d", what, key, off)
+	}
+}
+
 // markerState describes the markers of a log: for each one with records,
 // whether a batch of its transaction is still in the log, and whether it
 // carries a delete horizon.
