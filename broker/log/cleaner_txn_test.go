@@ -468,3 +468,53 @@ func TestCleanTransactions(t *testing.T) {
 	require.Equal(t, x.LogEndOffset(), x.LastStableOffset())
 	require.Equal(t, producers, summarize(x.ProducerState()))
 }
+
+// TestCleanAbortedRecordDoesNotHideCommitted: a key's aborted records,
+// in the dirty section after its committed value (itself in the dirty
+// section, or in the section an earlier clean left), are removed and not
+// mapped, so the committed value stays; a committed transactional record
+// supersedes older values as any record does.
+func TestCleanAbortedRecordDoesNotHideCommitted(t *testing.T) {
+	cfg := compactConfig()
+	x := newTxnLog(t, nil, cfg)
+	appendKVs(t, x.Log, record.CodecNone, kv{key: "a", value: "plain-1"}, kv{key: "b", value: "plain-1"})
+	x.txnKVs(1, kv{key: "b", value: "committed-2"}, kv{key: "c", value: "committed-2"})
+	x.end(1, true)
+	x.txnKVs(1, kv{key: "a", value: "aborted-3"})
+	x.txnKVs(2, kv{key: "c", value: "aborted-3"})
+	appendKVs(t, x.Log, record.CodecNone, kv{key: "d", value: "plain-3"})
+	x.txnKVs(1, kv{key: "b", value: "aborted-3"})
+	x.end(2, false)
+	x.end(1, false)
+	x.hwToEnd()
+	require.NoError(t, x.roll4test())
+	view := func() map[string]string {
+		out := map[string]string{}
+		for _, c := range consume(t, x.Log, false) {
+			out[c.key] = c.value
+		}
+		return out
+	}
+	want := map[string]string{"a": "plain-1", "b": "committed-2", "c": "committed-2", "d": "plain-3"}
+	st, err := x.Compact(CleanOptions{Force: true})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), st.AbortedRecordsDropped)
+	require.Equal(t, want, view())
+	require.Len(t, consume(t, x.Log, false), 4, "one record per key")
+	require.Equal(t, consume(t, x.Log, false), consume(t, x.Log, true))
+
+	// Aborted values over a cleaned section.
+	x.txnKVs(2, kv{key: "a", value: "aborted-4"}, kv{key: "d", value: "aborted-4"})
+	x.end(2, false)
+	x.txnKVs(1, kv{key: "c", value: "committed-5"})
+	x.end(1, true)
+	x.hwToEnd()
+	require.NoError(t, x.roll4test())
+	st, err = x.Compact(CleanOptions{Force: true})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), st.AbortedRecordsDropped)
+	want["c"] = "committed-5"
+	require.Equal(t, want, view())
+	require.Len(t, consume(t, x.Log, false), 4)
+	require.Equal(t, consume(t, x.Log, false), consume(t, x.Log, true))
+}
