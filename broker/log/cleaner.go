@@ -698,7 +698,9 @@ func (f *batchFilter) filter(h batchHeader, raw []byte, lastOfGroup bool) ([]byt
 		if err != nil {
 			return nil, false, err
 		}
-		if len(f.kept) == total && (tombstones == 0 || hasHorizon) {
+		// An empty batch (emptied by an earlier clean) is kept only
+		// while it is needed, below.
+		if total > 0 && len(f.kept) == total && (tombstones == 0 || hasHorizon) {
 			f.st.RecordsRetained += int64(len(f.kept))
 			return raw, true, nil
 		}
