@@ -164,18 +164,22 @@ func TestCompactedTopicTransactions(t *testing.T) {
 	}
 	check := func(what string) {
 		t.Helper()
-		for _, iso := range []kgo.IsolationLevel{kgo.ReadCommitted(), kgo.ReadUncommitted()} {
-			got := read(iso)
+		for _, c := range []struct {
+			name string
+			iso  kgo.IsolationLevel
+		}{{"read_committed", kgo.ReadCommitted()}, {"read_uncommitted", kgo.ReadUncommitted()}} {
+			iso := c.name
+			got := read(c.iso)
 			for key, vs := range got {
 				for _, v := range vs {
-					require.False(t, aborted[v], "%s: %v read aborted %s=%s", what, iso, key, v)
+					require.False(t, aborted[v], "%s: %s read aborted %s=%s", what, iso, key, v)
 				}
 			}
 			exp := map[string][]string{}
 			for k, v := range want {
 				exp[k] = []string{v}
 			}
-			require.Equal(t, exp, got, "%s: %v reads each key once, with its last committed value", what, iso)
+			require.Equal(t, exp, got, "%s: %s reads each key once, with its last committed value", what, iso)
 		}
 		require.Equal(t, l.HighWatermark(), l.LastStableOffset(), what)
 	}
