@@ -6,12 +6,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/qk-project/qk/broker/record"
+	"github.com/qk-project/qk/broker/vfs"
 )
 
 // txnKVs appends a transactional batch of pid holding recs.
@@ -517,4 +519,90 @@ func TestCleanAbortedRecordDoesNotHideCommitted(t *testing.T) {
 	require.Equal(t, want, view())
 	require.Len(t, consume(t, x.Log, false), 4)
 	require.Equal(t, consume(t, x.Log, false), consume(t, x.Log, true))
+}
+
+// TestCleanCrashRemovingMarkers crashes, at each file-system step, the
+// clean that removes aborted records of new transactions and the markers
+// past their delete horizon, and reopens the log (recovery point at the
+// log end): whichever version of each segment survives, both consumers
+// read no aborted record and every key's latest value, the aborted
+// transactions with data left are indexed, and the LSO is the log end.
+func TestCleanCrashRemovingMarkers(t *testing.T) {
+	const dir = "/data/crash-0"
+	cfg := compactConfig()
+	cfg.SegmentBytes = 1024
+	cfg.DeleteRetentionMs = 60_000
+	tmpl := vfs.NewMem()
+	clock := newFakeClock()
+	l := openCompacted(t, tmpl, dir, cfg, clock)
+	x := &txnLog{testLog: &testLog{Log: l, t: t, dir: dir, fsys: tmpl, clock: clock, cfg: cfg},
+		epoch: map[int64]int16{}, seq: map[int64]int32{}, ts: clock.Now().UnixMilli()}
+	m := newTxnKVModel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	work := func(n int) {
+		for range n {
+			m.step(x, rng, 10)
+		}
+		m.finish(x)
+		require.NoError(t, x.roll4test())
+	}
+	// Two cleans give the markers without data a horizon; the one under
+	// test runs past it, with new transactions to clean.
+	for range 2 {
+		work(150)
+		_, err := l.Compact(CleanOptions{Force: true})
+		require.NoError(t, err)
+	}
+	clock.Advance(time.Duration(cfg.DeleteRetentionMs+1) * time.Millisecond)
+	work(100)
+	leo := l.LogEndOffset()
+	require.NoError(t, l.Close())
+
+	steps, dropped := 0, int64(0)
+	for k := 1; ; k++ {
+		mem := tmpl.CrashClone()
+		faulty := vfs.NewFaulty(mem, nil)
+		l := openCompacted(t, faulty, dir, cfg, clock, WithCleanShutdown(true), WithHighWatermark(math.MaxInt64))
+		var crash *vfs.MemFS
+		var n atomic.Int64
+		faulty.SetInjector(vfs.InjectorFunc(func(op vfs.Op, path string) error {
+			switch op {
+			case vfs.OpRename, vfs.OpSync, vfs.OpSyncDir, vfs.OpRemove, vfs.OpWrite, vfs.OpCreate, vfs.OpTruncate:
+			default:
+				return nil
+			}
+			if n.Add(1) != int64(k) {
+				return nil
+			}
+			require.NoError(t, mem.SyncDir(dir))
+			crash = mem.CrashClone()
+			return vfs.ErrInjected
+		}))
+		st, err := l.Compact(CleanOptions{Force: true})
+		faulty.SetInjector(nil)
+		if n.Load() < int64(k) {
+			require.NoError(t, err)
+			require.True(t, st.Cleaned)
+			steps, dropped = k-1, st.MarkersDropped
+			m.checkCleanedView(t, consume(t, l, false), "no crash")
+			require.NoError(t, l.Close())
+			break
+		}
+		require.Error(t, err, "step %d", k)
+		l.closeWithoutFlush()
+		if crash == nil {
+			crash = mem.CrashClone()
+		}
+		r, err := Open(dir, cfg, WithFS(crash), WithClock(clock.Now), WithLogger(testLogger(t)),
+			WithRecoveryPoint(leo), WithHighWatermark(math.MaxInt64))
+		require.NoError(t, err, "reopen after step %d", k)
+		what := fmt.Sprintf("step %d", k)
+		require.Equal(t, leo, r.LogEndOffset(), what)
+		require.Equal(t, leo, r.LastStableOffset(), what)
+		checkTxnIndex(t, r, what)
+		m.checkCleanedView(t, consume(t, r, true), what+" read_committed")
+		require.NoError(t, r.Close())
+	}
+	require.Greater(t, steps, 10)
+	require.Positive(t, dropped, "the clean under test removes markers")
 }
