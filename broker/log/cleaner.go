@@ -322,11 +322,11 @@ func (l *Log) Compact(opts CleanOptions) (CleanStats, error) {
 func (l *Log) buildOffsetMap(p *cleanPlan, om *offsetMap, st *CleanStats) (int64, error) {
 	end := p.firstDirty
 	txns := newCleanedTxnMetadata()
-	if aborted, err := l.abortedIn(p.firstDirty, p.firstUncleanable); err != nil {
+	aborted, err := l.abortedIn(p.firstDirty, p.firstUncleanable)
+	if err != nil {
 		return 0, err
-	} else {
-		txns.addAborted(aborted)
 	}
+	txns.addAborted(aborted)
 	for i, s := range p.segs {
 		if p.nexts[i] <= p.firstDirty {
 			continue
