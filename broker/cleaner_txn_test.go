@@ -204,6 +204,23 @@ func TestCompactedTopicTransactions(t *testing.T) {
 	}
 	check("after the markers went")
 
+	// A restart loads the cleaned log, its indexes and producer state.
+	b.Restart()
+	addrs = []string{b.Addr}
+	adm = newAdmin(t, addrs...)
+	part, err = b.Replicas().Partition(topic, 0)
+	require.NoError(t, err)
+	l = part.Log()
+	waitFor(t, 30*time.Second, "the partition's leader to be back", func() bool {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return false
+		}
+		o, ok := ends.Lookup(topic, 0)
+		return ok && o.Err == nil && o.Offset == l.LogEndOffset()
+	})
+	check("after a restart")
+
 	// The producer goes on, fenced by nothing: its state survived.
 	require.NoError(t, p.BeginTransaction())
 	want["k1"] = "committed-last"
