@@ -41,7 +41,10 @@ import (
 //     and when it is the last batch of a cleaned segment, so the segment
 //     still ends where the next one starts (recovery treats a segment that
 //     ends short of the next one as lost data);
-//   - control batches and legacy (magic 0/1) entries are kept as they are;
+//   - legacy (magic 0/1) entries are kept as they are;
+//   - aborted transactions' batches are removed, markers kept until their
+//     transaction has no batch left and then for delete.retention.ms
+//     (cleaner_txn.go);
 //   - records without a key (rejected by produce for compacted topics)
 //     are dropped.
 //
@@ -100,7 +103,12 @@ type CleanStats struct {
 	RecordsRead       int64
 	RecordsRetained   int64
 	TombstonesDropped int64
-	Duration          time.Duration
+	// AbortedRecordsDropped counts the records of aborted transactions
+	// removed, MarkersDropped the transaction markers removed past their
+	// delete horizon (emptied ones included).
+	AbortedRecordsDropped int64
+	MarkersDropped        int64
+	Duration              time.Duration
 }
 
 // keyHash is a 128-bit hash of a record key: two independent maphash
@@ -140,7 +148,7 @@ type cleanPlan struct {
 	cleanBytes       int64
 	dirtyBytes       int64
 	forced           bool // max.compaction.lag.ms passed
-	producerLast     map[int64]int64
+	producerLast     map[int64]lastRecord
 }
 
 func (p *cleanPlan) ratio() float64 {
@@ -231,9 +239,9 @@ func (l *Log) planLocked(nowMs int64) (*cleanPlan, error) {
 			p.forced = nowMs-h.maxTimestamp > l.cfg.MaxCompactionLagMs
 		}
 	}
-	p.producerLast = map[int64]int64{}
+	p.producerLast = map[int64]lastRecord{}
 	for _, e := range l.producers.Producers() {
-		p.producerLast[e.ProducerID] = e.LastOffset()
+		p.producerLast[e.ProducerID] = lastRecord{lastDataOffset: e.LastOffset(), epoch: e.Epoch}
 	}
 	return p, nil
 }
@@ -285,8 +293,9 @@ func (l *Log) Compact(opts CleanOptions) (CleanStats, error) {
 	for _, n := range sizes {
 		st.BytesBefore += n
 	}
+	txns := newCleanedTxnMetadata()
 	for _, g := range l.groupSegments(segs, sizes, p.cfg) {
-		after, err := l.cleanGroup(p, om, segs[g[0]:g[1]], sizes[g[0]:g[1]], &st)
+		after, err := l.cleanGroup(p, om, txns, segs[g[0]:g[1]], sizes[g[0]:g[1]], nexts[g[0]:g[1]], &st)
 		if err != nil {
 			return st, err
 		}
@@ -301,15 +310,23 @@ func (l *Log) Compact(opts CleanOptions) (CleanStats, error) {
 	l.lg.Info("cleaned log", "first_dirty_offset", p.firstDirty, "end_offset", end,
 		"dirty_ratio", p.ratio(), "bytes_before", st.BytesBefore, "bytes_after", st.BytesAfter,
 		"segments_before", st.SegmentsBefore, "segments_after", st.SegmentsAfter,
-		"tombstones_dropped", st.TombstonesDropped, "duration", st.Duration.String())
+		"tombstones_dropped", st.TombstonesDropped, "aborted_records_dropped", st.AbortedRecordsDropped,
+		"markers_dropped", st.MarkersDropped, "duration", st.Duration.String())
 	return st, nil
 }
 
 // buildOffsetMap maps each key of the dirty section to its latest offset
 // and returns the end of the mapped range: the end of the dirty section,
-// or the first batch whose keys did not fit the map.
+// or the first batch whose keys did not fit the map. Batches of aborted
+// transactions are not mapped (Kafka's isAborted skip).
 func (l *Log) buildOffsetMap(p *cleanPlan, om *offsetMap, st *CleanStats) (int64, error) {
 	end := p.firstDirty
+	txns := newCleanedTxnMetadata()
+	aborted, err := l.abortedIn(p.firstDirty, p.firstUncleanable)
+	if err != nil {
+		return 0, err
+	}
+	txns.addAborted(aborted)
 	for i, s := range p.segs {
 		if p.nexts[i] <= p.firstDirty {
 			continue
@@ -326,7 +343,11 @@ func (l *Log) buildOffsetMap(p *cleanPlan, om *offsetMap, st *CleanStats) (int64
 			if h.lastOffset < p.firstDirty {
 				continue
 			}
-			if h.magic == record.MagicV2 && !record.Batch(raw).IsControl() {
+			if h.magic == record.MagicV2 && record.Batch(raw).IsControl() {
+				txns.onControlBatchRead(record.Batch(raw))
+			} else if h.magic == record.MagicV2 && txns.onBatchRead(record.Batch(raw)) {
+				st.RecordsRead += int64(record.Batch(raw).NumRecords())
+			} else if h.magic == record.MagicV2 {
 				bt := record.Batch(raw)
 				if len(om.m)+int(bt.NumRecords()) > om.capacity {
 					if len(om.m) == 0 {
@@ -390,9 +411,23 @@ func (l *Log) indexBytes(s *Segment) (int64, int64) {
 	return int64(s.index.Entries()) * OffsetIndexEntrySize, int64(s.timeIndex.Entries()) * TimeIndexEntrySize
 }
 
+// abortedIn returns the aborted transactions overlapping [from, to)
+// (marker at or above from, first offset below to) from the transaction
+// indexes of the segment holding from and the later ones.
+func (l *Log) abortedIn(from, to int64) ([]AbortedTxn, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed || l.segments == nil {
+		return nil, ErrCleanAborted
+	}
+	return l.collectAborted(max(l.floorSegment(from), 0), from, to), nil
+}
+
 // cleanGroup rewrites one group of segments into <base>.log.cleaned and
-// swaps it in. It returns the size of the new segment.
-func (l *Log) cleanGroup(p *cleanPlan, om *offsetMap, segs []*Segment, sizes []int64, st *CleanStats) (int64, error) {
+// swaps it in. It returns the size of the new segment. txns carries the
+// transactions from one group to the next; nexts are the base offsets of
+// the segments after each of segs.
+func (l *Log) cleanGroup(p *cleanPlan, om *offsetMap, txns *cleanedTxnMetadata, segs []*Segment, sizes, nexts []int64, st *CleanStats) (int64, error) {
 	base := segs[0].baseOffset
 	cleaned, err := l.createCleaned(base)
 	if err != nil {
@@ -408,8 +443,17 @@ func (l *Log) cleanGroup(p *cleanPlan, om *offsetMap, segs []*Segment, sizes []i
 			}
 		}
 	}()
-	f := batchFilter{p: p, om: om, st: st}
+	f := batchFilter{p: p, om: om, st: st, txns: txns}
+	txns.cleanedIndex = nil
 	for i, s := range segs {
+		// Every aborted transaction with data in the segment, so the
+		// cleaned segment's index can be rebuilt whole (Kafka collects
+		// over the full segment range for the same reason).
+		aborted, err := l.abortedIn(s.baseOffset, nexts[i])
+		if err != nil {
+			return 0, err
+		}
+		txns.addAborted(aborted)
 		sc := newBatchScanner(s.log, sizes[i], 0)
 		for {
 			h, raw, err := sc.next()
@@ -434,17 +478,10 @@ func (l *Log) cleanGroup(p *cleanPlan, om *offsetMap, segs []*Segment, sizes []i
 	if err := cleaned.onBecomeInactive(); err != nil {
 		return 0, err
 	}
-	// The aborted transactions of the old segments stay indexed: the
-	// cleaner does not remove aborted records yet (Kafka's transaction
-	// rules for the cleaner are not implemented), so every entry is still
-	// needed by read_committed fetches.
-	var aborted []AbortedTxn
-	l.mu.RLock()
-	for _, s := range segs {
-		aborted = append(aborted, s.txnIndex.entries...)
-	}
-	l.mu.RUnlock()
-	if _, err := cleaned.txnIndex.setEntries(aborted); err != nil {
+	// The cleaned segment indexes the aborted transactions whose marker
+	// it keeps and that still have batches in the log; the others
+	// describe no data any more.
+	if _, err := cleaned.txnIndex.setEntries(txns.cleanedIndex); err != nil {
 		return 0, fmt.Errorf("clean %s: %w", l.dir, err)
 	}
 	if err := cleaned.flush(); err != nil {
@@ -585,6 +622,7 @@ type batchFilter struct {
 	p     *cleanPlan
 	om    *offsetMap
 	st    *CleanStats
+	txns  *cleanedTxnMetadata
 	b     *record.Builder
 	kept  []record.Record
 	empty [record.BatchHeaderSize]byte
@@ -593,45 +631,86 @@ type batchFilter struct {
 // filter returns the bytes to write for the batch raw (raw itself when it
 // is kept unchanged, to be written before the scanner moves on) and
 // whether to write anything. lastOfGroup keeps the batch, empty if need
-// be, so the cleaned segment ends where the next segment starts.
+// be, so the cleaned segment ends where the next segment starts. In
+// Kafka's terms (cleanInto's RecordFilter): a batch that is its
+// producer's last, or the group's last, is RETAIN_EMPTY; an aborted data
+// batch, or a marker whose transaction has no batch left and whose delete
+// horizon has passed, is DELETE; any other is DELETE_EMPTY (dropped only
+// if no record is kept).
 func (f *batchFilter) filter(h batchHeader, raw []byte, lastOfGroup bool) ([]byte, bool, error) {
-	if h.magic != record.MagicV2 || record.Batch(raw).IsControl() {
+	if h.magic != record.MagicV2 {
 		return raw, true, nil
 	}
 	bt := record.Batch(raw)
 	horizon, hasHorizon := bt.DeleteHorizonMs()
+	control := bt.IsControl()
+	var canDiscard, discardRecords bool
+	if control {
+		canDiscard = f.txns.onControlBatchRead(bt)
+		discardRecords = canDiscard && hasHorizon && horizon <= f.p.nowMs
+	} else {
+		canDiscard = f.txns.onBatchRead(bt)
+		discardRecords = canDiscard
+	}
+	retainEmpty := f.p.isLastOfProducer(bt) || lastOfGroup
+
 	f.kept = f.kept[:0]
 	tombstones := 0
 	total := 0
-	err := bt.Iterate(func(r *record.Record) error {
-		total++
-		if r.Key == nil {
-			return nil // invalid in a compacted topic
+	switch {
+	case discardRecords:
+		if !control {
+			f.st.AbortedRecordsDropped += int64(bt.NumRecords())
 		}
-		if latest, ok := f.om.m[f.om.hash(r.Key)]; ok && r.Offset(bt) < latest {
+	case control:
+		// A marker is kept whole; the first clean that may discard it
+		// sets its delete horizon.
+		if bt.NumRecords() > 0 && (hasHorizon || !canDiscard) {
+			return raw, true, nil
+		}
+		err := bt.Iterate(func(r *record.Record) error {
+			total++
+			f.kept = append(f.kept, *r)
 			return nil
+		})
+		if err != nil {
+			return nil, false, err
 		}
-		if r.Value == nil {
-			if hasHorizon && horizon <= f.p.nowMs {
-				f.st.TombstonesDropped++
+	default:
+		err := bt.Iterate(func(r *record.Record) error {
+			total++
+			if r.Key == nil {
+				return nil // invalid in a compacted topic
+			}
+			if latest, ok := f.om.m[f.om.hash(r.Key)]; ok && r.Offset(bt) < latest {
 				return nil
 			}
-			tombstones++
+			if r.Value == nil {
+				if hasHorizon && horizon <= f.p.nowMs {
+					f.st.TombstonesDropped++
+					return nil
+				}
+				tombstones++
+			}
+			f.kept = append(f.kept, *r)
+			return nil
+		})
+		if err != nil {
+			return nil, false, err
 		}
-		rec := *r
-		f.kept = append(f.kept, rec)
-		return nil
-	})
-	if err != nil {
-		return nil, false, err
+		// An empty batch (emptied by an earlier clean) is kept only
+		// while it is needed, below.
+		if total > 0 && len(f.kept) == total && (tombstones == 0 || hasHorizon) {
+			f.st.RecordsRetained += int64(len(f.kept))
+			return raw, true, nil
+		}
 	}
 	f.st.RecordsRetained += int64(len(f.kept))
-	if len(f.kept) == total && (tombstones == 0 || hasHorizon) {
-		return raw, true, nil
-	}
 	if len(f.kept) == 0 {
-		pid := bt.ProducerID()
-		if last, ok := f.p.producerLast[pid]; lastOfGroup || (pid >= 0 && ok && last == bt.LastOffset()) {
+		if control && bt.NumRecords() > 0 {
+			f.st.MarkersDropped++
+		}
+		if retainEmpty {
 			return f.emptyBatch(bt), true, nil
 		}
 		return nil, false, nil
@@ -642,11 +721,12 @@ func (f *batchFilter) filter(h batchHeader, raw []byte, lastOfGroup bool) ([]byt
 		Codec:                bt.Codec(),
 		TimestampType:        bt.TimestampType(),
 		Transactional:        bt.IsTransactional(),
+		Control:              control,
 		ProducerID:           bt.ProducerID(),
 		ProducerEpoch:        bt.ProducerEpoch(),
 		BaseSequence:         bt.BaseSequence(),
 	}
-	setHorizon := tombstones > 0
+	setHorizon := tombstones > 0 || control
 	if setHorizon {
 		if !hasHorizon {
 			horizon = f.p.nowMs + f.p.cfg.DeleteRetentionMs

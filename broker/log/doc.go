@@ -199,7 +199,10 @@
 // cleaner.go (Log.Compact; the Manager's background cleaner and CleanNow
 // in cleanermanager.go): the latest record of each key is kept at its
 // original offset, tombstones carry a KIP-534 delete horizon from their
-// first clean and are dropped at the first clean after it, and cleaned
+// first clean and are dropped at the first clean after it, the batches
+// of aborted transactions are removed and transaction markers are kept
+// until their transaction has no batch left and then for
+// delete.retention.ms (cleaner_txn.go, Kafka's rules), and cleaned
 // segments replace the old ones through <base>.log.cleaned → .swap →
 // final names, so a crash at any step leaves the old or the new version.
 // The first dirty offset of each compacted log is kept in the log dir's
@@ -210,6 +213,8 @@
 //     segment starts (its last batch is kept, empty if need be).
 //   - A batch with attribute bit 6 holds its delete horizon in
 //     baseTimestamp; record timestamps are unchanged.
+//   - A marker's .txnindex entry is dropped with the last batch of its
+//     aborted transaction; the marker itself follows later.
 //
 // # Concurrency
 //

@@ -538,10 +538,12 @@ func TestConcurrentReadCommitted(t *testing.T) {
 	}
 }
 
-// TestCleanKeepsAbortedTransactions: compaction keeps every .txnindex
-// entry of the segments it replaces (its transaction rules, which would
-// drop aborted records and then their entries, are not implemented), and
-// the dirty section ends at the last stable offset.
+// TestCleanKeepsAbortedTransactions: the clean that removes the aborted
+// records keeps every .txnindex entry of the segments it replaces (as
+// Kafka's cleaner does while it still reads batches of the transaction),
+// each in the segment of its marker, and the dirty section ends at the
+// last stable offset. After an unclean restart the entries are rebuilt
+// from what is left in the log (cleaner_txn_test.go checks the rules).
 func TestCleanKeepsAbortedTransactions(t *testing.T) {
 	cfg := compactConfig()
 	x := newTxnLog(t, nil, cfg)
@@ -574,6 +576,7 @@ func TestCleanKeepsAbortedTransactions(t *testing.T) {
 	require.LessOrEqual(t, x.NumSegments(), segs)
 	require.LessOrEqual(t, st.EndOffset, open.FirstOffset, "nothing at or above the LSO is cleaned")
 	require.Equal(t, aborted, x.AbortedTransactions(0, math.MaxInt64))
+	committed := consume(t, x.Log, true)
 	// Each entry sits in the file of the segment holding its marker.
 	bases := x.SegmentBaseOffsets()
 	var inFiles []AbortedTxn
@@ -591,23 +594,27 @@ func TestCleanKeepsAbortedTransactions(t *testing.T) {
 	require.Equal(t, aborted, inFiles)
 
 	// A clean restart loads them; an unclean one (nothing checkpointed)
-	// rebuilds the same from the markers.
+	// rebuilds them from the markers and what is left of their
+	// transactions.
 	x.closeLog()
 	x.reopen(WithCleanShutdown(true), WithHighWatermark(math.MaxInt64))
 	require.Equal(t, aborted, x.AbortedTransactions(0, math.MaxInt64))
 	x.Log.closeWithoutFlush()
 	x.Log = nil
 	x.reopen(WithHighWatermark(math.MaxInt64))
-	require.Equal(t, aborted, x.AbortedTransactions(0, math.MaxInt64))
+	checkTxnIndex(t, x.Log, "after recovery")
+	require.Equal(t, committed, consume(t, x.Log, true))
 	require.Equal(t, open.FirstOffset, x.LastStableOffset())
 }
 
 // TestCleanCrashKeepsAbortedTransactions crashes a clean of a log with
 // aborted transactions at each file-system step and reopens it with the
 // recovery point at the log end (everything was flushed before the
-// clean): whichever version of the segments survives, the aborted
-// transactions are all there, also when an interrupted swap had to be
-// completed at start-up (its .txnindex is rebuilt from the markers).
+// clean): whichever version of the segments survives, a read_committed
+// consumer reads no aborted record and every key's latest committed
+// value, and every aborted transaction with data left is indexed, also
+// when an interrupted swap had to be completed at start-up (its
+// .txnindex is rebuilt from the markers).
 func TestCleanCrashKeepsAbortedTransactions(t *testing.T) {
 	const dir = "/data/crash-0"
 	cfg := compactConfig()
@@ -632,6 +639,7 @@ func TestCleanCrashKeepsAbortedTransactions(t *testing.T) {
 	x.hwToEnd()
 	aborted := l.AbortedTransactions(0, math.MaxInt64)
 	require.Greater(t, len(aborted), 10)
+	committed := consume(t, l, true)
 	leo := l.LogEndOffset()
 	require.NoError(t, l.Close())
 
@@ -675,8 +683,10 @@ func TestCleanCrashKeepsAbortedTransactions(t *testing.T) {
 		r, err := Open(dir, cfg, WithFS(crash), WithClock(clock.Now), WithLogger(testLogger(t)),
 			WithRecoveryPoint(leo), WithHighWatermark(math.MaxInt64))
 		require.NoError(t, err, "reopen after step %d", k)
-		require.Equal(t, aborted, r.AbortedTransactions(0, math.MaxInt64), "step %d", k)
-		require.Equal(t, leo, r.LastStableOffset(), "step %d", k)
+		what := fmt.Sprintf("step %d", k)
+		checkTxnIndex(t, r, what)
+		checkCompactionOf(t, consume(t, r, true), committed, what)
+		require.Equal(t, leo, r.LastStableOffset(), what)
 		require.NoError(t, r.Close())
 	}
 	require.Positive(t, swapsCompleted, "some crashes leave a swap to complete")
