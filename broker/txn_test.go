@@ -136,3 +136,41 @@ func TestTransactionStateLoad(t *testing.T) {
 	require.Contains(t, logs.String(), fmt.Sprintf("offset=%d", info.FirstOffset), "the skipped record is logged with its offset")
 	require.Contains(t, logs.String(), "skipping __transaction_state record")
 }
+
+// TestTransactionsPipelined: a transactional producer with five produce
+// requests in flight and no linger, over many transactions, with KIP-890
+// verification on: the first batch of each transaction on a partition
+// waits for the coordinator's answer, and the batches pipelined behind
+// it on the connection wait for it (not racing it to the log, which
+// refused them INVALID_TXN_STATE, or would reorder a producer's
+// sequences). Every transaction commits; read_committed reads all.
+func TestTransactionsPipelined(t *testing.T) {
+	b := brokertest.StartBroker(t)
+	addrs := []string{b.Addr}
+	ctx := testCtx(t)
+	createTopic(t, kadm.NewClient(newClient(t, addrs)), "pipelined", 3, nil)
+	p := newClient(t, addrs, kgo.TransactionalID("pipeliner"), kgo.DefaultProduceTopic("pipelined"),
+		kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(1024)) // idempotent: up to 5 requests in flight
+	const txns, per = 20, 60
+	for i := range txns {
+		require.NoError(t, p.BeginTransaction())
+		errs := make(chan error, per)
+		for j := range per {
+			p.Produce(ctx, &kgo.Record{Value: fmt.Appendf(nil, "%d-%d-%s", i, j, make([]byte, 100))}, func(_ *kgo.Record, err error) { errs <- err })
+		}
+		for range per {
+			require.NoError(t, <-errs, "transaction %d", i)
+		}
+		require.NoError(t, p.EndTransaction(ctx, kgo.TryCommit), "transaction %d", i)
+	}
+	cl := newClient(t, addrs, kgo.ConsumeTopics("pipelined"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	n := 0
+	waitFor(t, 20*time.Second, "every committed record read", func() bool {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		n += len(cl.PollFetches(pctx).Records())
+		return n >= txns*per
+	})
+	require.Equal(t, txns*per, n)
+}

@@ -229,7 +229,9 @@ func (h *Handler) Handle(r *network.Request) {
 // detach runs handle on a goroutine of its own and returns at once, so
 // that a request that may wait (on the store, the controller, other
 // brokers) holds no handler goroutine while it does: Kafka parks such
-// requests in its topic purgatory for the same reason. A request with a
+// requests in its topic purgatory for the same reason. The connection's
+// later requests wait until handle returns (network.Request.Hold), so a
+// connection's requests are still handled in order. A request with a
 // timeout_ms tells the watchdog it may wait that long. The request quota
 // charges the dispatch, not the wait, as Kafka charges handler-thread
 // time. A panic closes the connection, as one on a handler goroutine
@@ -242,7 +244,12 @@ func (c *call) detach(handle func(*Handler, *call)) {
 	c.r.SetWait(wait)
 	c.detached = true
 	c.endHandle()
+	// The connection's next request waits for this one, as in Kafka
+	// (one request of a connection at a time): pipelined produces reach
+	// the log in order even when one of them is detached.
+	release := c.r.Hold()
 	go func() {
+		defer release()
 		defer func() {
 			if v := recover(); v != nil {
 				c.h.lg.Error("handler panicked; closing the connection", "api", kmsg.NameForKey(c.key),

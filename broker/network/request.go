@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -86,8 +87,12 @@ type Request struct {
 	// the request's completion is taken in order.
 	ctl connControl
 
-	conn  *conn
-	seq   uint64  // position in the connection's request order
+	conn *conn
+	seq  uint64 // position in the connection's request order
+	// held: Handle called Hold; the connection's next request waits for
+	// the release instead of Handle's return (set and read on the handler
+	// goroutine).
+	held  bool
 	buf   *[]byte // pooled buffer behind Frame
 	state atomic.Uint32
 	// mem is the Frame bytes counted against QueuedMaxRequestBytes (a
@@ -144,6 +149,22 @@ func (r *Request) Respond(resp *Response) {
 		return
 	}
 	r.complete(completeRespond, resp)
+}
+
+// Hold keeps the connection's later requests from being handled until
+// the returned release is called, instead of until Handle returns: for a
+// handler that goes on with the request on a goroutine of its own (one
+// that waits on the store or another broker), so that it frees its
+// handler goroutine but not the connection's order. Kafka handles one
+// request of a connection at a time; a client's pipelined produces must
+// reach the log in the order sent. Call it from Handle; call release
+// exactly once (later calls do nothing), after the request is completed
+// or when its work no longer matters to the order. The connection's next
+// request, if it is waiting, is then handled on the releasing goroutine.
+func (r *Request) Hold() (release func()) {
+	r.held = true
+	var once sync.Once
+	return func() { once.Do(func() { r.conn.p.srv.handleAfter(r) }) }
 }
 
 // SetMaxRequestSize changes the largest request frame the connection may

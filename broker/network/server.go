@@ -343,10 +343,25 @@ func (s *Server) handle(r *Request) {
 	if !r.conn.turn.enter(r) {
 		return
 	}
+	s.run(r)
+}
+
+// run handles r and the requests of its connection parked behind it, in
+// order, until one of them is held (Request.Hold): its release goes on.
+func (s *Server) run(r *Request) {
 	for r != nil {
 		s.handleOne(r)
+		if r.held {
+			return
+		}
 		r = r.conn.turn.leave(r.seq)
 	}
+}
+
+// handleAfter is a held request's release: the connection's turn passes
+// to its next request, handled here if it is waiting.
+func (s *Server) handleAfter(r *Request) {
+	s.run(r.conn.turn.leave(r.seq))
 }
 
 func (s *Server) handleOne(r *Request) {
