@@ -260,8 +260,13 @@ func (h *Handler) awaitReplication(topic string, partition int32, required int64
 		return
 	}
 	op := &delayedProduce{p: p, required: required, leaderEpoch: p.LeaderEpoch(), done: done}
+	// The key is the partition's own topic string: topic aliases the
+	// request frame (UnsafeReadFrom), whose bytes are reused once the
+	// response is written, and a map key whose bytes change corrupts the
+	// purgatory's watcher map (a nil watcher in a list, seen as panics
+	// in every later check of the partition).
 	h.cfg.Produces.TryCompleteElseWatch(op, time.Duration(max(timeoutMs, 0))*time.Millisecond,
-		purgatory.Key{Topic: topic, Partition: partition})
+		purgatory.Key{Topic: p.Topic(), Partition: partition})
 }
 
 // produceTopic resolves a request topic to its name, auto-creating it

@@ -11,6 +11,12 @@ import (
 
 // Key names a partition: the key produce and fetch operations wait on,
 // checked when the partition's log end offset or high watermark moves.
+// Topic must be a string that never changes: not one aliasing a request
+// frame (kmsg's UnsafeReadFrom), whose bytes are reused. The watcher map
+// keeps the latest key it was given, and a key whose bytes change under
+// the map corrupts it (a nil watcher turned up in a list, and every
+// later check of the partition panicked). Use the partition's or the
+// metadata's topic name.
 type Key struct {
 	Topic     string
 	Partition int32
