@@ -302,16 +302,20 @@ func (c *Cluster) RestartAll(ctx context.Context, session int) error {
 // an unclean exit is reported on the log, not returned, the figures being
 // taken by then. Otherwise (the benchmark failed, or could not start)
 // they get SIGKILL: a cluster with a dead broker can take a minute to
-// shut down cleanly, and nothing is left to measure.
+// shut down cleanly, and nothing is left to measure. After a failure or
+// an unclean exit the brokers' logs are first copied to a directory of
+// their own, named on the log.
 func (c *Cluster) Close(graceful bool) {
 	order := c.Brokers
 	if graceful {
 		order = c.stopOrder()
 	}
+	keep := !graceful
 	for _, b := range order {
 		if graceful {
 			if err := c.StopBroker(b); err != nil {
 				fmt.Fprintf(c.Log, "cluster: stopping broker %d: %v\n", b.ID, err)
+				keep = true
 			}
 		} else if b.Proc != nil {
 			c.Kill(b)
@@ -323,7 +327,28 @@ func (c *Cluster) Close(graceful bool) {
 	if c.ZK != nil {
 		c.ZK.Stop()
 	}
+	if keep {
+		c.keepLogs()
+	}
 	os.RemoveAll(c.Root)
+}
+
+// keepLogs copies each broker's whole log out of the cluster's directory
+// before it is removed, and says where: after a failure or an unclean
+// exit the tail in the error is rarely all that matters.
+func (c *Cluster) keepLogs() {
+	dir, err := os.MkdirTemp("", "qk-bench-logs-")
+	if err != nil {
+		return
+	}
+	for _, b := range c.Brokers {
+		data, err := os.ReadFile(filepath.Join(b.Dir, "broker.log"))
+		if err != nil {
+			continue
+		}
+		_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("broker-%d.log", b.ID)), data, 0o644)
+	}
+	fmt.Fprintf(c.Log, "cluster: broker logs kept in %s\n", dir)
 }
 
 // stopOrder is the brokers with the controller, as a live broker names
