@@ -18,20 +18,19 @@ import (
 const (
 	endTxnTopic      = "endtxn"
 	endTxnPartitions = 3
-	endTxnWarmup     = 50 // unmeasured transactions at the start of each run
 	maxLatencyUs     = 60_000_000
 )
 
 // endTxnSample is one run of the endtxn section, in ms.
 type endTxnSample struct {
-	txns                 int
-	p50, p99, p999, max  float64 // EndTransaction(commit)
-	cycleP50, txnsPerSec float64 // Begin to commit returned
+	txns                           int
+	p50, p99, p999, max            float64 // EndTransaction(commit)
+	cycleP50, cycleP99, txnsPerSec float64 // Begin to commit returned
 }
 
 func (s endTxnSample) String() string {
-	return fmt.Sprintf("%d transactions: EndTxn p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms; whole transaction p50 %.2f ms, %.0f transactions/s",
-		s.txns, s.p50, s.p99, s.p999, s.max, s.cycleP50, s.txnsPerSec)
+	return fmt.Sprintf("%d transactions: EndTxn p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms; whole transaction p50 %.2f p99 %.2f ms, %.1f transactions/s",
+		s.txns, s.p50, s.p99, s.p999, s.max, s.cycleP50, s.cycleP99, s.txnsPerSec)
 }
 
 // endTxnResults are the section's measured runs.
@@ -62,7 +61,7 @@ func runEndTxn(ctx context.Context, c *benchproc.Cluster, cfg config, log io.Wri
 			label = fmt.Sprintf("warm-up %d/%d", i+1, cfg.warmup)
 		}
 		wctx, stopWatch := c.Watch(ctx)
-		s, err := endTxnRun(wctx, c.Addrs(), fmt.Sprintf("bench-txn-endtxn-%d", i), cfg.txns)
+		s, err := endTxnRun(wctx, c.Addrs(), fmt.Sprintf("bench-txn-endtxn-%d", i), cfg.txnWarmup, cfg.txns)
 		stopWatch()
 		if err != nil {
 			return res, c.Explain(fmt.Errorf("%s: %w", label, err))
@@ -75,14 +74,14 @@ func runEndTxn(ctx context.Context, c *benchproc.Cluster, cfg config, log io.Wri
 	return res, nil
 }
 
-// endTxnRun runs endTxnWarmup then n transactions with one producer:
+// endTxnRun runs warmup then n transactions with one producer:
 // Begin, one record to each partition, ProduceSync (every record
 // acknowledged), then EndTransaction(commit), timed alone. The records
 // being acknowledged first, the time is the commit's as the client sees
 // it: the EndTxn round trip to the coordinator (Kafka answers once its
 // PrepareCommit is replicated in __transaction_state, RF 3, and writes
 // the markers afterwards).
-func endTxnRun(ctx context.Context, addrs []string, txnID string, n int) (endTxnSample, error) {
+func endTxnRun(ctx context.Context, addrs []string, txnID string, warmup, n int) (endTxnSample, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(endTxnTopic),
 		kgo.TransactionalID(txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	if err != nil {
@@ -93,7 +92,7 @@ func endTxnRun(ctx context.Context, addrs []string, txnID string, n int) (endTxn
 	cycleHist := hdrhistogram.New(1, maxLatencyUs, 3)
 	value := make([]byte, recordSize)
 	var measured time.Duration
-	for t := range endTxnWarmup + n {
+	for t := range warmup + n {
 		begin := time.Now()
 		if err := cl.BeginTransaction(); err != nil {
 			return endTxnSample{}, fmt.Errorf("transaction %d: begin: %w", t, err)
@@ -110,7 +109,7 @@ func endTxnRun(ctx context.Context, addrs []string, txnID string, n int) (endTxn
 			return endTxnSample{}, fmt.Errorf("transaction %d: commit: %w", t, err)
 		}
 		done := time.Now()
-		if t < endTxnWarmup {
+		if t < warmup {
 			continue
 		}
 		measured += done.Sub(begin)
@@ -121,7 +120,7 @@ func endTxnRun(ctx context.Context, addrs []string, txnID string, n int) (endTxn
 	return endTxnSample{
 		txns: n,
 		p50:  ms(endHist, 50), p99: ms(endHist, 99), p999: ms(endHist, 99.9), max: float64(endHist.Max()) / 1000,
-		cycleP50:   ms(cycleHist, 50),
+		cycleP50: ms(cycleHist, 50), cycleP99: ms(cycleHist, 99),
 		txnsPerSec: float64(n) / measured.Seconds(),
 	}, nil
 }

@@ -52,20 +52,21 @@ import (
 
 // config is the command line.
 type config struct {
-	qk       string
-	runs     int
-	warmup   int
-	ballast  bool
-	records  int // produce section, per run
-	fill     int // consume section: committed records in the topic
-	txns     int // endtxn section, per run
-	quick    bool
-	out      string
-	only     []string
-	timeout  time.Duration
-	session  int
-	txnEvery time.Duration // --transaction-duration-ms of the produce section
-	set      []string      // extra broker settings, key=value
+	qk        string
+	runs      int
+	warmup    int
+	ballast   bool
+	records   int // produce section, per run
+	fill      int // consume section: committed records in the topic
+	txns      int // endtxn section, per run
+	txnWarmup int // endtxn section: unmeasured transactions at the start of each run
+	quick     bool
+	out       string
+	only      []string
+	timeout   time.Duration
+	session   int
+	txnEvery  time.Duration // --transaction-duration-ms of the produce section
+	set       []string      // extra broker settings, key=value
 }
 
 // setFlag collects repeated -set key=value flags.
@@ -103,6 +104,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.records, "records", 1_000_000, "1 KiB records per produce run (1 GiB)")
 	fs.IntVar(&c.fill, "fill", 1_000_000, "committed 1 KiB records in the consume section's topic (one aborted transaction in 10 comes on top)")
 	fs.IntVar(&c.txns, "txns", 1000, "transactions per endtxn run")
+	fs.IntVar(&c.txnWarmup, "txn-warmup", 50, "unmeasured transactions at the start of each endtxn run")
 	fs.BoolVar(&c.quick, "quick", false, "tiny counts, one run, no warm-up, no report file: checks the pipeline, measures nothing")
 	fs.StringVar(&c.out, "o", "bench/TXN.md", "write the Markdown report here too (not with -quick); empty: stdout only")
 	fs.StringVar(&only, "only", "", "run only these sections, comma separated: "+strings.Join(sections, ", "))
@@ -119,12 +121,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, err
 	}
 	if c.quick {
-		c.runs, c.warmup, c.records, c.fill, c.txns = 1, 0, 20_000, 20_000, 50
+		c.runs, c.warmup, c.records, c.fill, c.txns, c.txnWarmup = 1, 0, 20_000, 20_000, 20, 2
 		c.out = ""
 		c.timeout = min(c.timeout, time.Minute)
 	}
-	if c.runs < 1 || c.warmup < 0 || c.records < 1 || c.fill < 1 || c.txns < 1 || c.timeout <= 0 {
-		return config{}, errors.New("-runs, -records, -fill, -txns and -timeout must be positive, -warmup not negative")
+	if c.runs < 1 || c.warmup < 0 || c.records < 1 || c.fill < 1 || c.txns < 1 || c.txnWarmup < 0 || c.timeout <= 0 {
+		return config{}, errors.New("-runs, -records, -fill, -txns and -timeout must be positive, -warmup and -txn-warmup not negative")
 	}
 	return c, nil
 }
@@ -180,9 +182,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	start := time.Now()
+	h.load[0] = loadAvg()
 	var res results
 	runErr := measure(ctx, c, stderr, &res)
 	h.took = time.Since(start)
+	h.load[1] = loadAvg()
 	fmt.Fprintf(stderr, "txn: done in %v\n", h.took.Round(time.Second))
 	if ctx.Err() != nil {
 		return errors.New("interrupted; brokers and ZooKeeper stopped, no report")

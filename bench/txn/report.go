@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -23,6 +24,20 @@ type header struct {
 	qkVersion string
 	zkVersion string
 	took      time.Duration
+	load      [2]string // /proc/loadavg at the start and the end
+}
+
+// loadAvg is the first three fields of /proc/loadavg ("" when unreadable).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // results is everything the sections measured; a section not run is nil.
@@ -53,6 +68,10 @@ func markdown(h header, r *results) string {
 			"writes recycle page-cache pages instead of first-touching memory this VM returned to its host (up to ~5× slower; -ballast=false turns it off)\n",
 			float64(r.ballast)/(1<<30))
 	}
+	if len(h.cfg.set) > 0 {
+		fmt.Fprintf(&sb, "- broker settings beyond the defaults: `%s`\n", strings.Join(h.cfg.set, "`, `"))
+	}
+	fmt.Fprintf(&sb, "- load average (1, 5, 15 min) at the start: %s; at the end: %s\n", benchproc.OrUnknown(h.load[0]), benchproc.OrUnknown(h.load[1]))
 	fmt.Fprintf(&sb, "- sections: %s; took %v\n", strings.Join(h.cfg.only, ", "), h.took.Round(time.Second))
 	sb.WriteString("\n")
 	if h.cfg.quick {
@@ -137,7 +156,7 @@ func commandsSection(sb *strings.Builder, h header, r *results) {
 		fmt.Fprintf(sb, "The EndTxn section is a franz-go transactional producer in this process, a new transactional id per run, over a %d-partition "+
 			"topic (each broker leads one partition): per transaction BeginTransaction, one 1 KiB record to each partition with ProduceSync "+
 			"(all acknowledged, no linger), then EndTransaction(commit), timed alone with HdrHistogram (µs, 3 significant digits). The first %d "+
-			"transactions of each run are not measured.\n\n", endTxnPartitions, endTxnWarmup)
+			"transactions of each run are not measured.\n\n", endTxnPartitions, h.cfg.txnWarmup)
 	}
 }
 
@@ -149,6 +168,9 @@ func argsOf(cfg config) []string {
 	args := []string{fmt.Sprintf("-runs %d", cfg.runs)}
 	if cfg.warmup != 1 {
 		args = append(args, fmt.Sprintf("-warmup %d", cfg.warmup))
+	}
+	if cfg.txnWarmup != 50 {
+		args = append(args, fmt.Sprintf("-txn-warmup %d", cfg.txnWarmup))
 	}
 	args = append(args, fmt.Sprintf("-records %d", cfg.records), fmt.Sprintf("-fill %d", cfg.fill), fmt.Sprintf("-txns %d", cfg.txns))
 	if len(cfg.only) != len(sections) {
@@ -235,19 +257,19 @@ func endTxnSection(sb *strings.Builder, r *endTxnResults) {
 	sb.WriteString("EndTransaction(commit) as the client sees it, the transaction's records already acknowledged, per run and the median " +
 		"of each figure over the runs. \"whole transaction\" is BeginTransaction to the commit's answer (AddPartitionsToTxn, the produce " +
 		"of 3 records, EndTxn).\n\n")
-	benchproc.TableRow(sb, []string{"run", "transactions", "EndTxn p50 ms", "p99 ms", "p99.9 ms", "max ms", "whole transaction p50 ms", "transactions/s"})
-	benchproc.TableRow(sb, []string{"---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"})
+	benchproc.TableRow(sb, []string{"run", "transactions", "EndTxn p50 ms", "p99 ms", "p99.9 ms", "max ms", "whole transaction p50 ms", "p99 ms", "transactions/s"})
+	benchproc.TableRow(sb, []string{"---", "---:", "---:", "---:", "---:", "---:", "---:", "---:", "---:"})
 	for i, s := range r.runs {
 		benchproc.TableRow(sb, []string{fmt.Sprint(i + 1), benchproc.Group(float64(s.txns)),
 			fmt.Sprintf("%.2f", s.p50), fmt.Sprintf("%.2f", s.p99), fmt.Sprintf("%.2f", s.p999), fmt.Sprintf("%.2f", s.max),
-			fmt.Sprintf("%.2f", s.cycleP50), fmt.Sprintf("%.0f", s.txnsPerSec)})
+			fmt.Sprintf("%.2f", s.cycleP50), fmt.Sprintf("%.2f", s.cycleP99), fmt.Sprintf("%.1f", s.txnsPerSec)})
 	}
 	med := func(fig func(endTxnSample) float64) string { return fmt.Sprintf("**%.2f**", r.median(fig)) }
 	benchproc.TableRow(sb, []string{"**median**", "",
 		med(func(s endTxnSample) float64 { return s.p50 }), med(func(s endTxnSample) float64 { return s.p99 }),
 		med(func(s endTxnSample) float64 { return s.p999 }), med(func(s endTxnSample) float64 { return s.max }),
-		med(func(s endTxnSample) float64 { return s.cycleP50 }),
-		fmt.Sprintf("**%.0f**", r.median(func(s endTxnSample) float64 { return s.txnsPerSec }))})
+		med(func(s endTxnSample) float64 { return s.cycleP50 }), med(func(s endTxnSample) float64 { return s.cycleP99 }),
+		fmt.Sprintf("**%.1f**", r.median(func(s endTxnSample) float64 { return s.txnsPerSec }))})
 	sb.WriteString("\n")
 }
 
