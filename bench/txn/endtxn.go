@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -26,11 +28,26 @@ type endTxnSample struct {
 	txns                           int
 	p50, p99, p999, max            float64 // EndTransaction(commit)
 	cycleP50, cycleP99, txnsPerSec float64 // Begin to commit returned
+	concurrentRetries              float64 // CONCURRENT_TRANSACTIONS back-offs per measured transaction
+}
+
+// concurrentCounter is a kgo.Logger that counts franz-go's back-offs on
+// CONCURRENT_TRANSACTIONS (its debug line "... failed with
+// CONCURRENT_TRANSACTIONS ..."): how often a transaction waited for the
+// previous one's markers. It logs nothing.
+type concurrentCounter struct{ n atomic.Int64 }
+
+func (c *concurrentCounter) Level() kgo.LogLevel { return kgo.LogLevelDebug }
+
+func (c *concurrentCounter) Log(_ kgo.LogLevel, msg string, _ ...any) {
+	if strings.Contains(msg, "CONCURRENT_TRANSACTIONS") {
+		c.n.Add(1)
+	}
 }
 
 func (s endTxnSample) String() string {
-	return fmt.Sprintf("%d transactions: EndTxn p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms; whole transaction p50 %.2f p99 %.2f ms, %.1f transactions/s",
-		s.txns, s.p50, s.p99, s.p999, s.max, s.cycleP50, s.cycleP99, s.txnsPerSec)
+	return fmt.Sprintf("%d transactions: EndTxn p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms; whole transaction p50 %.2f p99 %.2f ms, %.1f transactions/s, %.2f CONCURRENT_TRANSACTIONS back-offs each",
+		s.txns, s.p50, s.p99, s.p999, s.max, s.cycleP50, s.cycleP99, s.txnsPerSec, s.concurrentRetries)
 }
 
 // endTxnResults are the section's measured runs.
@@ -82,8 +99,10 @@ func runEndTxn(ctx context.Context, c *benchproc.Cluster, cfg config, log io.Wri
 // PrepareCommit is replicated in __transaction_state, RF 3, and writes
 // the markers afterwards).
 func endTxnRun(ctx context.Context, addrs []string, txnID string, warmup, n int) (endTxnSample, error) {
+	var retries concurrentCounter
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(endTxnTopic),
-		kgo.TransactionalID(txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+		kgo.TransactionalID(txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0),
+		kgo.WithLogger(&retries))
 	if err != nil {
 		return endTxnSample{}, err
 	}
@@ -92,7 +111,11 @@ func endTxnRun(ctx context.Context, addrs []string, txnID string, warmup, n int)
 	cycleHist := hdrhistogram.New(1, maxLatencyUs, 3)
 	value := make([]byte, recordSize)
 	var measured time.Duration
+	var retries0 int64
 	for t := range warmup + n {
+		if t == warmup {
+			retries0 = retries.n.Load()
+		}
 		begin := time.Now()
 		if err := cl.BeginTransaction(); err != nil {
 			return endTxnSample{}, fmt.Errorf("transaction %d: begin: %w", t, err)
@@ -121,6 +144,7 @@ func endTxnRun(ctx context.Context, addrs []string, txnID string, warmup, n int)
 		txns: n,
 		p50:  ms(endHist, 50), p99: ms(endHist, 99), p999: ms(endHist, 99.9), max: float64(endHist.Max()) / 1000,
 		cycleP50: ms(cycleHist, 50), cycleP99: ms(cycleHist, 99),
-		txnsPerSec: float64(n) / measured.Seconds(),
+		txnsPerSec:        float64(n) / measured.Seconds(),
+		concurrentRetries: float64(retries.n.Load()-retries0) / float64(n),
 	}, nil
 }
