@@ -14,7 +14,7 @@ BENCHCOUNT ?= 5
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS   := -X main.version=$(VERSION)
 
-.PHONY: all build run test test-unit test-integration deps lint fuzz fuzz-short bench bench-go bench-suite bench-cluster bench-security golden completions docs clean
+.PHONY: all build run test test-unit test-integration deps lint fuzz fuzz-short bench bench-go bench-suite bench-cluster bench-txn bench-security golden completions docs clean
 
 all: build
 
@@ -95,6 +95,21 @@ bench-suite:
 # works in about 15 s without writing the file.
 bench-cluster: build
 	$(GO) run ./bench/cluster -qk $(BIN) $(BENCHFLAGS) -o bench/CLUSTER.md
+
+# The transactions benchmark (bench/txn): a real ZooKeeper and three
+# `qk broker start` processes; 1 KiB records from a transactional `qk perf
+# produce` (a commit every 100 ms) against the same producer idempotent but
+# not transactional, RF 3 (ratio per run and median, broker CPU-seconds per
+# GiB); `qk perf consume` read_committed against read_uncommitted over a
+# topic of committed and aborted transactions; EndTxn latency p50/p99 on
+# RF 3 from a franz-go transactional producer; as Markdown in bench/TXN.md.
+# BENCHFLAGS passes options, e.g. "-runs 3" or "-only endtxn" or "-set
+# key=value" (a broker setting). About 6 minutes on a quiet machine (a
+# 20 GiB page-cache ballast, 12 GiB produced, a 3.3 GiB topic read 12
+# times); `go run ./bench/txn -quick` checks it works in about 30 s
+# without writing the file.
+bench-txn: build
+	$(GO) run ./bench/txn -qk $(BIN) $(BENCHFLAGS) -o bench/TXN.md
 
 # The TLS and SASL benchmark (bench/security): one `qk broker start` with
 # PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512) listeners; 1 KiB produce and

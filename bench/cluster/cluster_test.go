@@ -65,18 +65,9 @@ func TestTPWanted(t *testing.T) {
 	require.Equal(t, []bool{false, false, false, false}, config{only: []string{"failover"}}.tpWanted())
 }
 
-func TestAssignment(t *testing.T) {
-	require.Equal(t, [][]int32{{0, 1, 2}}, topicSpec{partitions: 1, rf: 3}.assignment(3))
-	require.Equal(t, [][]int32{{0}, {1}, {2}}, topicSpec{partitions: 3, rf: 1}.assignment(3))
-	require.Equal(t, [][]int32{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}}, topicSpec{partitions: 3, rf: 3}.assignment(3))
-	require.Equal(t, 2, tpConfigs[tp1RF3].topic("t").minISR)
-	require.Equal(t, 0, tpConfigs[tp1RF1].topic("t").minISR)
-}
-
-func TestBrokerArgs(t *testing.T) {
-	got := strings.Join(brokerArgs("127.0.0.1:2181/bench", 2, "127.0.0.1:9094", "/d", 18000), " ")
-	require.Equal(t, "broker start --zookeeper 127.0.0.1:2181/bench --set broker.id=2 --set listeners=PLAINTEXT://127.0.0.1:9094 "+
-		"--set log.dirs=/d --set zookeeper.session.timeout.ms=18000 --set log.segment.delete.delay.ms=0 --set qk.http.listener=127.0.0.1:0", got)
+func TestTopicMinISR(t *testing.T) {
+	require.Equal(t, 2, tpConfigs[tp1RF3].topic("t").MinISR)
+	require.Equal(t, 0, tpConfigs[tp1RF1].topic("t").MinISR)
 }
 
 func TestPerfArgs(t *testing.T) {

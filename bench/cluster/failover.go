@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/qk-project/qk/bench/internal/benchproc"
 )
 
 // producer writes one record at a time to partition 0 of a topic, each
@@ -321,55 +323,55 @@ type failoverResult struct {
 // one-record-at-a-time producer n times, timing kill to next
 // acknowledgement, restarting the victim and waiting for the full ISR
 // between kills; then it reads the partition back.
-func runFailover(ctx context.Context, c *cluster, n int) (failoverResult, error) {
-	res := failoverResult{session: c.session}
-	topic := fmt.Sprintf("failover-%d", c.session)
-	if err := c.createTopic(ctx, topicSpec{name: topic, partitions: 1, rf: 3, minISR: 2}); err != nil {
+func runFailover(ctx context.Context, c *benchproc.Cluster, n int) (failoverResult, error) {
+	res := failoverResult{session: c.Session}
+	topic := fmt.Sprintf("failover-%d", c.Session)
+	if err := c.CreateTopic(ctx, benchproc.TopicSpec{Name: topic, Partitions: 1, RF: 3, MinISR: 2}); err != nil {
 		return res, err
 	}
-	defer c.deleteTopic(ctx, topic)
-	session := time.Duration(c.session) * time.Millisecond
-	p, err := startProducer(ctx, c.addrs(), topic, 2*session+time.Minute)
+	defer c.DeleteTopic(ctx, topic)
+	session := time.Duration(c.Session) * time.Millisecond
+	p, err := startProducer(ctx, c.Addrs(), topic, 2*session+time.Minute)
 	if err != nil {
 		return res, err
 	}
 	defer p.stop()
 	if _, err := p.ackAfter(ctx, time.Now().Add(time.Second), 30*time.Second); err != nil {
-		return res, c.explain(fmt.Errorf("producer before the first kill: %w", err))
+		return res, c.Explain(fmt.Errorf("producer before the first kill: %w", err))
 	}
 	for k := range n {
-		victim, st, err := c.leaderOf(ctx, topic, 0)
+		victim, st, err := c.LeaderOf(ctx, topic, 0)
 		if err != nil {
 			return res, err
 		}
 		killed := time.Now()
-		c.kill(victim)
+		c.Kill(victim)
 		a, err := p.sentAfter(ctx, killed, 2*session+time.Minute)
 		if err != nil {
-			return res, c.explain(fmt.Errorf("kill %d of broker %d: %w", k+1, victim.id, err))
+			return res, c.Explain(fmt.Errorf("kill %d of broker %d: %w", k+1, victim.ID, err))
 		}
-		kr := killRun{victim: victim.id, controller: st.controller == victim.id, took: a.at.Sub(killed)}
+		kr := killRun{victim: victim.ID, controller: st.Controller == victim.ID, took: a.at.Sub(killed)}
 		res.kills = append(res.kills, kr)
-		fmt.Fprintf(c.log, "cluster:   session %d ms, kill %d/%d of leader %d (controller: %v): next ack after %v\n",
-			c.session, k+1, n, victim.id, kr.controller, kr.took.Round(time.Millisecond))
-		if err := c.start(ctx, victim); err != nil {
+		fmt.Fprintf(c.Log, "cluster:   session %d ms, kill %d/%d of leader %d (controller: %v): next ack after %v\n",
+			c.Session, k+1, n, victim.ID, kr.controller, kr.took.Round(time.Millisecond))
+		if err := c.Start(ctx, victim); err != nil {
 			return res, err
 		}
-		if err := c.waitFullISR(ctx, topic, 0, 2*time.Minute); err != nil {
+		if err := c.WaitFullISR(ctx, topic, 0, 2*time.Minute); err != nil {
 			return res, err
 		}
 		if _, err := p.ackAfter(ctx, time.Now().Add(500*time.Millisecond), 30*time.Second); err != nil {
-			return res, c.explain(fmt.Errorf("producer after broker %d is back: %w", victim.id, err))
+			return res, c.Explain(fmt.Errorf("producer after broker %d is back: %w", victim.ID, err))
 		}
 	}
 	p.stop()
 	acks, _, failed := p.snapshot()
 	res.failed = failed
-	if res.verify, err = verify(ctx, c.addrs(), topic, acks); err != nil {
-		return res, c.explain(err)
+	if res.verify, err = verify(ctx, c.Addrs(), topic, acks); err != nil {
+		return res, c.Explain(err)
 	}
-	fmt.Fprintf(c.log, "cluster:   session %d ms: %d acknowledged, %d read back, %d missing, %d duplicated, %d failed\n",
-		c.session, res.verify.acked, res.verify.read, res.verify.missing, res.verify.duplicated, failed)
+	fmt.Fprintf(c.Log, "cluster:   session %d ms: %d acknowledged, %d read back, %d missing, %d duplicated, %d failed\n",
+		c.Session, res.verify.acked, res.verify.read, res.verify.missing, res.verify.duplicated, failed)
 	return res, nil
 }
 
@@ -401,36 +403,36 @@ const shutdownWindowTail = 500 * time.Millisecond
 // the longest gap between acknowledgements from the SIGTERM to a moment
 // after the exit; between shutdowns the broker is restarted and the ISR
 // waited for, and the next shutdown targets whichever broker leads then.
-func runShutdown(ctx context.Context, c *cluster, n int) (shutdownResult, error) {
+func runShutdown(ctx context.Context, c *benchproc.Cluster, n int) (shutdownResult, error) {
 	var res shutdownResult
 	topic := "shutdown"
-	if err := c.createTopic(ctx, topicSpec{name: topic, partitions: 1, rf: 3, minISR: 2}); err != nil {
+	if err := c.CreateTopic(ctx, benchproc.TopicSpec{Name: topic, Partitions: 1, RF: 3, MinISR: 2}); err != nil {
 		return res, err
 	}
-	defer c.deleteTopic(ctx, topic)
-	p, err := startProducer(ctx, c.addrs(), topic, time.Minute)
+	defer c.DeleteTopic(ctx, topic)
+	p, err := startProducer(ctx, c.Addrs(), topic, time.Minute)
 	if err != nil {
 		return res, err
 	}
 	defer p.stop()
 	for k := range n {
 		if _, err := p.ackAfter(ctx, time.Now().Add(time.Second), 30*time.Second); err != nil {
-			return res, c.explain(fmt.Errorf("producer before shutdown %d: %w", k+1, err))
+			return res, c.Explain(fmt.Errorf("producer before shutdown %d: %w", k+1, err))
 		}
-		victim, st, err := c.leaderOf(ctx, topic, 0)
+		victim, st, err := c.LeaderOf(ctx, topic, 0)
 		if err != nil {
 			return res, err
 		}
 		sig := time.Now()
-		sr := shutdownRun{victim: victim.id, controller: st.controller == victim.id}
-		if err := c.terminate(victim); err != nil {
+		sr := shutdownRun{victim: victim.ID, controller: st.Controller == victim.ID}
+		if err := c.Terminate(victim); err != nil {
 			sr.exitErr = err.Error()
 		}
 		exited := time.Now()
 		sr.stopTook = exited.Sub(sig)
 		end := exited.Add(shutdownWindowTail)
 		if _, err := p.ackAfter(ctx, end, time.Minute); err != nil {
-			return res, c.explain(fmt.Errorf("shutdown %d of broker %d: %w", k+1, victim.id, err))
+			return res, c.Explain(fmt.Errorf("shutdown %d of broker %d: %w", k+1, victim.ID, err))
 		}
 		acks, errs, _ := p.snapshot()
 		var at time.Time
@@ -438,20 +440,20 @@ func runShutdown(ctx context.Context, c *cluster, n int) (shutdownResult, error)
 		sr.gapAfter = at.Sub(sig)
 		sr.errs = errorsBetween(errs, sig, end)
 		res.runs = append(res.runs, sr)
-		fmt.Fprintf(c.log, "cluster:   shutdown %d/%d of leader %d (controller: %v): longest gap %v, exit after %v, %d client errors\n",
-			k+1, n, victim.id, sr.controller, sr.gap.Round(time.Microsecond), sr.stopTook.Round(time.Millisecond), len(sr.errs))
-		if err := c.start(ctx, victim); err != nil {
+		fmt.Fprintf(c.Log, "cluster:   shutdown %d/%d of leader %d (controller: %v): longest gap %v, exit after %v, %d client errors\n",
+			k+1, n, victim.ID, sr.controller, sr.gap.Round(time.Microsecond), sr.stopTook.Round(time.Millisecond), len(sr.errs))
+		if err := c.Start(ctx, victim); err != nil {
 			return res, err
 		}
-		if err := c.waitFullISR(ctx, topic, 0, 2*time.Minute); err != nil {
+		if err := c.WaitFullISR(ctx, topic, 0, 2*time.Minute); err != nil {
 			return res, err
 		}
 	}
 	p.stop()
 	acks, _, failed := p.snapshot()
 	res.failed = failed
-	if res.verify, err = verify(ctx, c.addrs(), topic, acks); err != nil {
-		return res, c.explain(err)
+	if res.verify, err = verify(ctx, c.Addrs(), topic, acks); err != nil {
+		return res, c.Explain(err)
 	}
 	return res, nil
 }

@@ -211,23 +211,23 @@ func run(args []string, stdout, stderr io.Writer) error {
 // what it measured is in res even when it fails part way.
 func measure(ctx context.Context, cfg config, log io.Writer, res *results) error {
 	fmt.Fprintf(log, "cluster: starting ZooKeeper and 3 brokers (zookeeper.session.timeout.ms=%d)\n", cfg.sessions[0])
-	c, err := startCluster(ctx, cfg.qk, 3, cfg.sessions[0], log)
+	c, err := benchproc.StartCluster(ctx, cfg.qk, 3, cfg.sessions[0], log)
 	if err != nil {
 		return err
 	}
 	err = measureOn(ctx, c, cfg, log, res)
-	res.commands = c.started
-	c.close(err == nil && ctx.Err() == nil)
+	res.commands = c.Started
+	c.Close(err == nil && ctx.Err() == nil)
 	return err
 }
 
 // measureOn runs the sections on c.
-func measureOn(ctx context.Context, c *cluster, cfg config, log io.Writer, res *results) error {
+func measureOn(ctx context.Context, c *benchproc.Cluster, cfg config, log io.Writer, res *results) error {
 	var err error
 
 	if (cfg.has("throughput") || cfg.has("lag")) && cfg.ballast && !cfg.quick {
 		// 1 GiB left for the processes; the runs evict the ballast.
-		b, err := benchproc.WriteBallast(filepath.Join(c.root, "ballast"), 1<<30)
+		b, err := benchproc.WriteBallast(filepath.Join(c.Root, "ballast"), 1<<30)
 		if err != nil {
 			return err
 		}
@@ -253,9 +253,9 @@ func measureOn(ctx context.Context, c *cluster, cfg config, log io.Writer, res *
 	}
 	if cfg.has("failover") {
 		for _, s := range cfg.sessions {
-			if c.session != s {
+			if c.Session != s {
 				fmt.Fprintf(log, "cluster: restarting the brokers with zookeeper.session.timeout.ms=%d\n", s)
-				if err := c.restartAll(ctx, s); err != nil {
+				if err := c.RestartAll(ctx, s); err != nil {
 					return fmt.Errorf("restart with session timeout %d ms: %w", s, err)
 				}
 			}

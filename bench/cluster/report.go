@@ -90,7 +90,7 @@ func commandsSection(sb *strings.Builder, h header, r *results) {
 	sb.WriteString("```\n\n")
 	fmt.Fprintf(sb, "ZooKeeper has tickTime=%d and maxSessionTimeout=%d (sessions of up to 40 s; its test default of 500 ms ticks caps them at 10 s). "+
 		"Brokers 1 and 2 differ from broker 0 only in broker.id, port and log.dirs. "+
-		"The failover section restarts all three, one at a time, with each zookeeper.session.timeout.ms.\n\n", zkTickTime, 20*zkTickTime)
+		"The failover section restarts all three, one at a time, with each zookeeper.session.timeout.ms.\n\n", benchproc.ZKTickTime, 20*benchproc.ZKTickTime)
 	if r.throughput != nil {
 		sb.WriteString("Each throughput run creates a fresh topic with an explicit replica assignment (CreateTopics; partition i's replicas start at broker i, " +
 			"so broker 0 leads the 1-partition topics and each broker leads one of 3 partitions), waits until every broker's metadata shows the " +

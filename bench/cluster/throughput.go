@@ -51,10 +51,10 @@ const (
 // topic is the topic a run of t writes to; RF 3 topics have
 // min.insync.replicas=2, so acks=all waits for a follower and survives
 // the loss of one.
-func (t tpConfig) topic(name string) topicSpec {
-	s := topicSpec{name: name, partitions: t.partitions, rf: t.rf}
+func (t tpConfig) topic(name string) benchproc.TopicSpec {
+	s := benchproc.TopicSpec{Name: name, Partitions: t.partitions, RF: t.rf}
 	if t.rf == 3 {
-		s.minISR = 2
+		s.MinISR = 2
 	}
 	return s
 }
@@ -155,8 +155,8 @@ func (r *tpResults) medianRatio(a, b int) float64 {
 // before the next run starts, so a slow minute on a shared machine is
 // spread over all of them. With lag it samples the followers' lag during
 // the measured runs of the 1-partition RF 3 configuration.
-func runThroughput(ctx context.Context, c *cluster, cfg config, want []bool, lag bool) (*tpResults, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...))
+func runThroughput(ctx context.Context, c *benchproc.Cluster, cfg config, want []bool, lag bool) (*tpResults, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
 	if err != nil {
 		return nil, err
 	}
@@ -175,11 +175,11 @@ func runThroughput(ctx context.Context, c *cluster, cfg config, want []bool, lag
 				continue
 			}
 			sampleLag := lag && j == tp1RF3 && i >= cfg.warmup
-			s, err := c.throughputRun(ctx, cfg, t, fmt.Sprintf("tp-%d-%d", i, j), adm, sampleLag)
+			s, err := throughputRun(ctx, c, cfg, t, fmt.Sprintf("tp-%d-%d", i, j), adm, sampleLag)
 			if err != nil {
 				return res, fmt.Errorf("%s, %s: %w", t.name, label, err)
 			}
-			fmt.Fprintf(c.log, "cluster:   %-30s %s: %s\n", t.name, label, s)
+			fmt.Fprintf(c.Log, "cluster:   %-30s %s: %s\n", t.name, label, s)
 			run[j] = s
 		}
 		if i >= cfg.warmup {
@@ -205,16 +205,16 @@ func (s tpSample) String() string {
 // throughputRun is one run of t: a fresh topic, primed, each broker's
 // CPU read just before and after the `qk perf produce` process, the lag
 // sampler alongside it when asked, and the topic's deletion.
-func (c *cluster) throughputRun(ctx context.Context, cfg config, t tpConfig, topic string, adm *kadm.Client, sampleLag bool) (tpSample, error) {
-	if err := c.createTopic(ctx, t.topic(topic)); err != nil {
+func throughputRun(ctx context.Context, c *benchproc.Cluster, cfg config, t tpConfig, topic string, adm *kadm.Client, sampleLag bool) (tpSample, error) {
+	if err := c.CreateTopic(ctx, t.topic(topic)); err != nil {
 		return tpSample{}, err
 	}
-	defer c.deleteTopic(ctx, topic)
-	first, err := prime(ctx, c.addrs(), topic, t)
+	defer c.DeleteTopic(ctx, topic)
+	first, err := prime(ctx, c.Addrs(), topic, t)
 	if err != nil {
-		return tpSample{}, c.explain(err)
+		return tpSample{}, c.Explain(err)
 	}
-	cpu0, err := c.cpu()
+	cpu0, err := c.CPU()
 	if err != nil {
 		return tpSample{}, err
 	}
@@ -225,19 +225,19 @@ func (c *cluster) throughputRun(ctx context.Context, cfg config, t tpConfig, top
 		stopLag = cancel
 		lagDone = sampleLagLoop(lctx, adm, topic, 0, []int32{1, 2}, 100*time.Millisecond)
 	}
-	wctx, stopWatch := c.watch(ctx)
-	f, err := benchproc.RunPerf(wctx, c.qk, perfArgs(t, c.addrs(), topic, cfg.records), cfg.timeout)
+	wctx, stopWatch := c.Watch(ctx)
+	f, err := benchproc.RunPerf(wctx, c.QK, perfArgs(t, c.Addrs(), topic, cfg.records), cfg.timeout)
 	stopWatch()
 	stopLag()
 	if err != nil {
-		return tpSample{}, c.explain(err)
+		return tpSample{}, c.Explain(err)
 	}
-	cpu1, err := c.cpu()
+	cpu1, err := c.CPU()
 	if err != nil {
 		return tpSample{}, err
 	}
 	if err := f.Complete(cfg.records, true); err != nil {
-		return tpSample{}, c.explain(fmt.Errorf("qk perf produce: %w", err))
+		return tpSample{}, c.Explain(fmt.Errorf("qk perf produce: %w", err))
 	}
 	for i := range cpu1 {
 		cpu1[i] -= cpu0[i]
@@ -293,22 +293,6 @@ func prime(ctx context.Context, addrs []string, topic string, t tpConfig) (time.
 		return 0, fmt.Errorf("prime %s: %w", topic, err)
 	}
 	return time.Since(start), nil
-}
-
-// cpu is each broker's CPU-seconds so far, by id.
-func (c *cluster) cpu() ([]float64, error) {
-	var v []float64
-	for _, b := range c.brokers {
-		if b.proc == nil {
-			return nil, fmt.Errorf("broker %d is down", b.id)
-		}
-		s, err := b.proc.CPUSeconds()
-		if err != nil {
-			return nil, c.explain(fmt.Errorf("broker %d CPU: %w", b.id, err))
-		}
-		v = append(v, s)
-	}
-	return v, nil
 }
 
 // partitionSizes asks every broker (DescribeLogDirs, in parallel) for the
