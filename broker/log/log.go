@@ -276,11 +276,11 @@ type Log struct {
 	// snapshots lists the <offset>.snapshot files, ascending, and
 	// pendingSnaps the snapshots taken at roll that the next flush writes
 	// (producersnap.go).
-	producers    *ProducerStateManager
+	producers *ProducerStateManager
 	// txnGuards are the transaction verifications in progress, by
 	// producer id, and nextGuard the last token handed out (verify.go).
-	txnGuards map[int64]*txnGuard
-	nextGuard uint64
+	txnGuards    map[int64]*txnGuard
+	nextGuard    uint64
 	snapshots    []int64
 	pendingSnaps []pendingSnapshot
 	// txnRebuildBelow is set at load to the base of the lowest segment
