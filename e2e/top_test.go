@@ -95,8 +95,14 @@ type topRow struct {
 
 // partitionRow finds topic/partition's row on a Partitions screen.
 func partitionRow(screen, topic string, partition int) (topRow, bool) {
+	// The LSO column (between HW and LEO) shows when the screen is wide
+	// enough: the header says.
+	lso := ``
+	if regexp.MustCompile(`(?m)^\s*TOPIC.*\bHW\s+LSO\s+LEO\b`).MatchString(screen) {
+		lso = `\s+\S+`
+	}
 	re := regexp.MustCompile(`(?m)^[ >]` + regexp.QuoteMeta(topic) + `\s+` + strconv.Itoa(partition) +
-		`\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)[ \t]*(\S*)`)
+		`\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)` + lso + `\s+(\S+)\s+(\S+)[ \t]*(\S*)`)
 	m := re.FindStringSubmatch(screen)
 	if m == nil {
 		return topRow{}, false
