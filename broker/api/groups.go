@@ -59,68 +59,59 @@ func (h *Handler) coordinator(ctx context.Context, key string, keyType int8, lis
 
 // createTransactionTopic creates __transaction_state as Kafka's
 // TransactionStateManager asks for it: compacted, uncompressed,
-// transaction.state.log.min.isr, never an unclean leader; its
-// replication factor capped at the live brokers as the offsets topic's.
+// transaction.state.log.min.isr, never an unclean leader.
 func (h *Handler) createTransactionTopic(ctx context.Context) (*controller.Topic, error) {
 	b := h.broker()
-	want := int(b.TransactionStateLogReplicationFactor)
-	live := len(h.cfg.Cache.Snapshot().Brokers)
-	rf := max(min(want, live), 1)
-	if rf < want {
-		h.lg.Warn("transaction.state.log.replication.factor capped at the live brokers",
-			"transaction.state.log.replication.factor", want, "replication_factor", rf, "live_brokers", live)
-	}
-	t, err := h.createTopicFromAnyBroker(ctx, controller.TopicSpec{
-		Name:              txncoord.Topic,
-		NumPartitions:     int32(b.TransactionStateLogNumPartitions),
-		ReplicationFactor: int16(rf),
-		Config: map[string]string{
-			"cleanup.policy":                 "compact",
-			"compression.type":               "uncompressed",
-			"min.insync.replicas":            strconv.Itoa(min(b.TransactionStateLogMinISR, rf)),
-			"segment.bytes":                  strconv.Itoa(b.TransactionStateLogSegmentBytes),
-			"unclean.leader.election.enable": "false",
-		},
-	})
-	if err != nil {
-		if t, ok := h.cfg.Cache.Snapshot().Topics[txncoord.Topic]; ok {
-			return t, nil
-		}
-		return nil, fmt.Errorf("create %s: %w", txncoord.Topic, err)
-	}
-	h.lg.Info("created "+txncoord.Topic, "partitions", b.TransactionStateLogNumPartitions, "replication_factor", rf)
-	return t, nil
+	return h.createInternalTopic(ctx, txncoord.Topic, "transaction.state.log.replication.factor",
+		int(b.TransactionStateLogReplicationFactor), b.TransactionStateLogNumPartitions, func(rf int) map[string]string {
+			return map[string]string{
+				"cleanup.policy":                 "compact",
+				"compression.type":               "uncompressed",
+				"min.insync.replicas":            strconv.Itoa(min(b.TransactionStateLogMinISR, rf)),
+				"segment.bytes":                  strconv.Itoa(b.TransactionStateLogSegmentBytes),
+				"unclean.leader.election.enable": "false",
+			}
+		})
 }
 
 func (h *Handler) createOffsetsTopic(ctx context.Context) (*controller.Topic, error) {
 	b := h.broker()
-	// Capped at the live brokers, with a warning. Kafka refuses the topic
-	// (and so every group) below the setting; a cluster that cannot
-	// coordinate groups helps nobody, so qk says it and goes on.
-	want := int(b.OffsetsTopicReplicationFactor)
+	return h.createInternalTopic(ctx, group.Topic, "offsets.topic.replication.factor",
+		int(b.OffsetsTopicReplicationFactor), b.OffsetsTopicNumPartitions, func(int) map[string]string {
+			return map[string]string{
+				"cleanup.policy":   "compact",
+				"segment.bytes":    strconv.Itoa(b.OffsetsTopicSegmentBytes),
+				"compression.type": "producer",
+			}
+		})
+}
+
+// createInternalTopic creates a coordinator's topic on first use, its
+// replication factor (the setting rfName, want) capped at the live
+// brokers with a warning. Kafka refuses the topic (and so every group or
+// transaction) below the setting; a cluster that cannot coordinate helps
+// nobody, so qk says it and goes on. configs gets the replication factor
+// chosen. A topic another broker created meanwhile is returned as found.
+func (h *Handler) createInternalTopic(ctx context.Context, name, rfName string, want, partitions int,
+	configs func(rf int) map[string]string) (*controller.Topic, error) {
 	live := len(h.cfg.Cache.Snapshot().Brokers)
 	rf := max(min(want, live), 1)
 	if rf < want {
-		h.lg.Warn("offsets.topic.replication.factor capped at the live brokers",
-			"offsets.topic.replication.factor", want, "replication_factor", rf, "live_brokers", live)
+		h.lg.Warn(rfName+" capped at the live brokers", rfName, want, "replication_factor", rf, "live_brokers", live)
 	}
 	t, err := h.createTopicFromAnyBroker(ctx, controller.TopicSpec{
-		Name:              group.Topic,
-		NumPartitions:     int32(b.OffsetsTopicNumPartitions),
+		Name:              name,
+		NumPartitions:     int32(partitions),
 		ReplicationFactor: int16(rf),
-		Config: map[string]string{
-			"cleanup.policy":   "compact",
-			"segment.bytes":    strconv.Itoa(b.OffsetsTopicSegmentBytes),
-			"compression.type": "producer",
-		},
+		Config:            configs(rf),
 	})
 	if err != nil {
-		if t, ok := h.cfg.Cache.Snapshot().Topics[group.Topic]; ok {
+		if t, ok := h.cfg.Cache.Snapshot().Topics[name]; ok {
 			return t, nil
 		}
-		return nil, fmt.Errorf("create %s: %w", group.Topic, err)
+		return nil, fmt.Errorf("create %s: %w", name, err)
 	}
-	h.lg.Info("created "+group.Topic, "partitions", b.OffsetsTopicNumPartitions, "replication_factor", rf)
+	h.lg.Info("created "+name, "partitions", partitions, "replication_factor", rf)
 	return t, nil
 }
 
