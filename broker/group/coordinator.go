@@ -272,8 +272,7 @@ func (c *Coordinator) load(partition, epoch int32) {
 				c.lg.Warn("skipping offset record", "group", k.Group, "topic", k.Topic, "partition", k.Partition, "err", err)
 				return
 			}
-			o := Offset{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch, Metadata: v.Metadata,
-				CommitTimestamp: v.CommitTimestamp, ExpireTimestamp: v.ExpireTimestamp}
+			o := v.offset()
 			if r.transactional {
 				byGroup := pending[r.producerID]
 				if byGroup == nil {
@@ -697,21 +696,15 @@ func (c *Coordinator) commitOffsets(id, member string, instance *string, generat
 	}
 	errs = make([]error, len(commits))
 	var recs []kv
+	var vals []OffsetValue
 	for i, cm := range commits {
-		md := ""
-		if cm.Metadata != nil {
-			md = *cm.Metadata
-		}
-		if c.cfg.MaxMetadata > 0 && len(md) > c.cfg.MaxMetadata {
-			errs[i] = ErrMetadataTooLarge
+		v, err := c.offsetValue(cm, now, retention)
+		if err != nil {
+			errs[i] = err
 			continue
 		}
-		v := OffsetValue{Version: 3, Offset: cm.Offset, LeaderEpoch: cm.LeaderEpoch, Metadata: md,
-			CommitTimestamp: now.UnixMilli(), ExpireTimestamp: -1}
-		if retention >= 0 {
-			v.Version, v.ExpireTimestamp = 1, now.Add(retention).UnixMilli()
-		}
 		recs = append(recs, kv{OffsetKey(id, cm.Topic, cm.Partition).AppendTo(nil), v.AppendTo(nil)})
+		vals = append(vals, v)
 		stored = append(stored, i)
 	}
 	if len(recs) > 0 {
@@ -725,16 +718,38 @@ func (c *Coordinator) commitOffsets(id, member string, instance *string, generat
 		} else {
 			required = info.LastOffset + 1
 			for j, i := range stored {
-				v, _ := ParseOffsetValue(recs[j].value)
-				e.g.SetOffsetAt(commits[i].TopicPartition, Offset{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch,
-					Metadata: v.Metadata, CommitTimestamp: v.CommitTimestamp, ExpireTimestamp: v.ExpireTimestamp},
-					info.FirstOffset+int64(j))
+				e.g.SetOffsetAt(commits[i].TopicPartition, vals[j].offset(), info.FirstOffset+int64(j))
 			}
 		}
 	}
 	c.dropIfUnusedLocked(id, e)
 	c.scheduleLocked(id, e)
 	return errs, p, required, stored, nil
+}
+
+// offsetValue is the record value of one commit: ErrMetadataTooLarge
+// over offset.metadata.max.bytes; retention ≥ 0 is OffsetCommit v2-v4's
+// explicit retention (a value v1 with its expiry), else value v3.
+func (c *Coordinator) offsetValue(cm Commit, now time.Time, retention time.Duration) (OffsetValue, error) {
+	md := ""
+	if cm.Metadata != nil {
+		md = *cm.Metadata
+	}
+	if c.cfg.MaxMetadata > 0 && len(md) > c.cfg.MaxMetadata {
+		return OffsetValue{}, ErrMetadataTooLarge
+	}
+	v := OffsetValue{Version: 3, Offset: cm.Offset, LeaderEpoch: cm.LeaderEpoch, Metadata: md,
+		CommitTimestamp: now.UnixMilli(), ExpireTimestamp: -1}
+	if retention >= 0 {
+		v.Version, v.ExpireTimestamp = 1, now.Add(retention).UnixMilli()
+	}
+	return v, nil
+}
+
+// offset is the committed offset a value carries.
+func (v OffsetValue) offset() Offset {
+	return Offset{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch, Metadata: v.Metadata,
+		CommitTimestamp: v.CommitTimestamp, ExpireTimestamp: v.ExpireTimestamp}
 }
 
 func asKerr(err error) *kerr.Error {

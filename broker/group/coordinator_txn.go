@@ -47,19 +47,13 @@ func (c *Coordinator) TxnCommitOffsets(id string, tc TxnCommit) ([]error, error)
 	var recs []kv
 	offsets := map[TopicPartition]Offset{}
 	for i, cm := range tc.Commits {
-		md := ""
-		if cm.Metadata != nil {
-			md = *cm.Metadata
-		}
-		if c.cfg.MaxMetadata > 0 && len(md) > c.cfg.MaxMetadata {
-			errs[i] = ErrMetadataTooLarge
+		v, err := c.offsetValue(cm, now, -1)
+		if err != nil {
+			errs[i] = err
 			continue
 		}
-		v := OffsetValue{Version: 3, Offset: cm.Offset, LeaderEpoch: cm.LeaderEpoch, Metadata: md,
-			CommitTimestamp: now.UnixMilli(), ExpireTimestamp: -1}
 		recs = append(recs, kv{OffsetKey(id, cm.Topic, cm.Partition).AppendTo(nil), v.AppendTo(nil)})
-		offsets[cm.TopicPartition] = Offset{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch, Metadata: v.Metadata,
-			CommitTimestamp: v.CommitTimestamp, ExpireTimestamp: v.ExpireTimestamp}
+		offsets[cm.TopicPartition] = v.offset()
 	}
 	if len(recs) == 0 {
 		c.dropIfUnusedLocked(id, e)
