@@ -92,7 +92,8 @@ func (h *Handler) handleProduce(c *call) {
 		return
 	}
 	var verified map[txn.TopicPartition]*txnVerification
-	if c.detached && h.verifying(req, c.version) {
+	if c.detached && h.verificationOn(req, c.version) {
+		// verifyProduce skips what needs no verification: no second scan.
 		ctx, cancel := c.ctx(req.TimeoutMillis)
 		verified = h.verifyProduce(ctx, req)
 		cancel()

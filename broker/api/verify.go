@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/record"
 	"github.com/qk-project/qk/broker/replica"
 	"github.com/qk-project/qk/broker/txn"
@@ -33,21 +34,22 @@ type TxnVerifier func(ctx context.Context, transactionalID string, producerID in
 
 // txnVerification is one partition's verification for a produce.
 type txnVerification struct {
-	log   verifyLog
+	log   *log.Log
 	pid   int64
 	token uint64
 	err   error // the produce's error for the partition, when refused
 }
 
-type verifyLog interface {
-	VerifyTxnGuard(producerID int64, token uint64) bool
-	DropTxnGuard(producerID int64, token uint64)
+// verificationOn reports whether a produce's transactional batches are
+// verified at all: it carries a transactional id and verification is on.
+func (h *Handler) verificationOn(req *kmsg.ProduceRequest, version int16) bool {
+	return req.TransactionID != nil && h.cfg.VerifyTxn != nil && h.broker().TransactionPartitionVerificationEnable && version < 13
 }
 
 // verifying reports whether a produce must verify its transactional
 // batches: verification is on and some batch would open a transaction.
 func (h *Handler) verifying(req *kmsg.ProduceRequest, version int16) bool {
-	if req.TransactionID == nil || h.cfg.VerifyTxn == nil || !h.broker().TransactionPartitionVerificationEnable || version >= 13 {
+	if !h.verificationOn(req, version) {
 		return false
 	}
 	for _, rt := range req.Topics {

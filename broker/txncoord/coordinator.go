@@ -19,8 +19,8 @@ package txncoord
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -218,7 +218,7 @@ func (c *Coordinator) List(producerIDs []int64, states []txn.State, durationMs i
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.nowMs()
-	for _, p := range slices.Sorted(mapsKeys(c.parts)) {
+	for _, p := range slices.Sorted(maps.Keys(c.parts)) {
 		tp := c.parts[p]
 		if tp.Loading() {
 			loading = true
@@ -227,16 +227,6 @@ func (c *Coordinator) List(producerIDs []int64, states []txn.State, durationMs i
 		out = append(out, tp.List(producerIDs, states, durationMs, now)...)
 	}
 	return out, loading
-}
-
-func mapsKeys(m map[int32]*txn.Partition) func(func(int32) bool) {
-	return func(yield func(int32) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // carry does what a request's Result asks: with an Append, it writes it
@@ -351,11 +341,4 @@ func produceError(err error) *kerr.Error {
 		return kerr.NotEnoughReplicasAfterAppend
 	}
 	return kerr.UnknownServerError
-}
-
-// String names the coordinator's partitions, for logs.
-func (c *Coordinator) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return fmt.Sprintf("txn coordinator of %v", slices.Sorted(mapsKeys(c.parts)))
 }

@@ -1,6 +1,7 @@
 package txncoord
 
 import (
+	"errors"
 	"time"
 
 	"github.com/qk-project/qk/broker/record"
@@ -106,8 +107,4 @@ func (c *Coordinator) load(p int32, tp *txn.Partition) {
 	}
 }
 
-type replacedError struct{}
-
-func (replacedError) Error() string { return "txncoord: partition replaced while loading" }
-
-var errReplaced error = replacedError{}
+var errReplaced = errors.New("txncoord: partition replaced while loading")

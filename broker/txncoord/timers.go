@@ -2,6 +2,7 @@ package txncoord
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -41,7 +42,7 @@ func (c *Coordinator) AbortTimedOut() {
 	}
 	var todo []work
 	now := c.nowMs()
-	for _, p := range slices.Sorted(mapsKeys(c.parts)) {
+	for _, p := range slices.Sorted(maps.Keys(c.parts)) {
 		tp := c.parts[p]
 		if tp.Loading() {
 			continue
@@ -72,7 +73,7 @@ func (c *Coordinator) ExpireTransactionalIDs() {
 	}
 	var todo []work
 	now := c.nowMs()
-	for _, p := range slices.Sorted(mapsKeys(c.parts)) {
+	for _, p := range slices.Sorted(maps.Keys(c.parts)) {
 		tp := c.parts[p]
 		if tp.Loading() {
 			continue
