@@ -22,13 +22,12 @@ import (
 
 // The consume section's topic is written by fillProducers transactional
 // producers at once, so their transactions interleave in the log; each
-// transaction is txnRecords records, and every abortEvery-th one of each
-// producer is aborted.
+// transaction is txnRecords records, and every -abort-every-th one of
+// each producer is aborted (none with 0).
 const (
 	consumeTopic  = "consume-txn"
 	fillProducers = 2
 	txnRecords    = 1000
-	abortEvery    = 10
 )
 
 // isolation is one side of the consume comparison.
@@ -74,9 +73,9 @@ func plan(committed int) []int {
 // fillTopic creates the consume section's topic (1 partition led by
 // broker 0, RF 3, min.insync.replicas=2) and fills it with committed
 // records by fillProducers franz-go transactional producers writing at
-// once, each aborting one transaction in abortEvery, then checks that the
+// once, each aborting one transaction in abortEvery (none with 0), then checks that the
 // last stable offset has reached the high watermark.
-func fillTopic(ctx context.Context, c *benchproc.Cluster, committed int) (fill, error) {
+func fillTopic(ctx context.Context, c *benchproc.Cluster, committed, abortEvery int) (fill, error) {
 	if err := c.CreateTopic(ctx, benchproc.TopicSpec{Name: consumeTopic, Partitions: 1, RF: 3, MinISR: 2}); err != nil {
 		return fill{}, err
 	}
@@ -91,7 +90,7 @@ func fillTopic(ctx context.Context, c *benchproc.Cluster, committed int) (fill, 
 	)
 	for i, n := range plan(committed) {
 		wg.Go(func() {
-			got, err := fillOne(ctx, c.Addrs(), fmt.Sprintf("bench-txn-fill-%d", i), n, value)
+			got, err := fillOne(ctx, c.Addrs(), fmt.Sprintf("bench-txn-fill-%d", i), n, abortEvery, value)
 			mu.Lock()
 			defer mu.Unlock()
 			f.committed += got.committed
@@ -112,8 +111,9 @@ func fillTopic(ctx context.Context, c *benchproc.Cluster, committed int) (fill, 
 }
 
 // fillOne is one transactional producer of fillTopic: committed records
-// in transactions of txnRecords, every abortEvery-th transaction aborted.
-func fillOne(ctx context.Context, addrs []string, txnID string, committed int, value []byte) (fill, error) {
+// in transactions of txnRecords, every abortEvery-th transaction aborted
+// (none with 0).
+func fillOne(ctx context.Context, addrs []string, txnID string, committed, abortEvery int, value []byte) (fill, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(consumeTopic),
 		kgo.TransactionalID(txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -122,7 +122,7 @@ func fillOne(ctx context.Context, addrs []string, txnID string, committed int, v
 	defer cl.Close()
 	var f fill
 	for t := 0; f.committed < committed; t++ {
-		abort := t%abortEvery == abortEvery-1
+		abort := abortEvery > 0 && t%abortEvery == abortEvery-1
 		n := txnRecords
 		if !abort {
 			n = min(n, committed-f.committed)
@@ -262,7 +262,7 @@ func (r *consResults) medianRatio() float64 {
 // isolation level warmup+runs times, interleaved, the level read first
 // alternating between runs.
 func runConsume(ctx context.Context, c *benchproc.Cluster, cfg config, log io.Writer) (*consResults, error) {
-	f, err := fillTopic(ctx, c, cfg.fill)
+	f, err := fillTopic(ctx, c, cfg.fill, cfg.abortEvery)
 	if err != nil {
 		return nil, fmt.Errorf("filling %s: %w", consumeTopic, err)
 	}

@@ -52,21 +52,22 @@ import (
 
 // config is the command line.
 type config struct {
-	qk        string
-	runs      int
-	warmup    int
-	ballast   bool
-	records   int // produce section, per run
-	fill      int // consume section: committed records in the topic
-	txns      int // endtxn section, per run
-	txnWarmup int // endtxn section: unmeasured transactions at the start of each run
-	quick     bool
-	out       string
-	only      []string
-	timeout   time.Duration
-	session   int
-	txnEvery  time.Duration // --transaction-duration-ms of the produce section
-	set       []string      // extra broker settings, key=value
+	qk         string
+	runs       int
+	warmup     int
+	ballast    bool
+	records    int // produce section, per run
+	fill       int // consume section: committed records in the topic
+	abortEvery int // consume section: every abortEvery-th transaction of each filling producer is aborted; 0: none
+	txns       int // endtxn section, per run
+	txnWarmup  int // endtxn section: unmeasured transactions at the start of each run
+	quick      bool
+	out        string
+	only       []string
+	timeout    time.Duration
+	session    int
+	txnEvery   time.Duration // --transaction-duration-ms of the produce section
+	set        []string      // extra broker settings, key=value
 }
 
 // setFlag collects repeated -set key=value flags.
@@ -93,7 +94,7 @@ func main() {
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	c := config{session: 18000, txnEvery: 100 * time.Millisecond}
+	c := config{session: 18000, txnEvery: 100 * time.Millisecond, abortEvery: 10}
 	var only string
 	fs := flag.NewFlagSet("txn", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -102,7 +103,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.warmup, "warmup", 1, "unmeasured runs first (they warm the page cache, the coordinator and the brokers)")
 	fs.BoolVar(&c.ballast, "ballast", true, "fill the free memory with a page-cache ballast file before the produce runs (see benchproc.Ballast)")
 	fs.IntVar(&c.records, "records", 1_000_000, "1 KiB records per produce run (1 GiB)")
-	fs.IntVar(&c.fill, "fill", 3_000_000, "committed 1 KiB records in the consume section's topic (one aborted transaction in 10 comes on top; 3 GiB: a read takes seconds, not the ~0.7 s of 1 GiB)")
+	fs.IntVar(&c.fill, "fill", 3_000_000, "committed 1 KiB records in the consume section's topic (aborted transactions come on top, see -abort-every; 3 GiB: a read takes seconds, not the ~0.7 s of 1 GiB)")
+	fs.IntVar(&c.abortEvery, "abort-every", c.abortEvery, "abort every Nth transaction of each producer filling the consume section's topic; 0: none aborted (read_committed then skips nothing)")
 	fs.IntVar(&c.txns, "txns", 200, "transactions per endtxn run (qk completes about 15 a second: the next transaction waits for the markers)")
 	fs.IntVar(&c.txnWarmup, "txn-warmup", 50, "unmeasured transactions at the start of each endtxn run")
 	fs.BoolVar(&c.quick, "quick", false, "tiny counts, one run, no warm-up, no report file: checks the pipeline, measures nothing")
@@ -125,8 +127,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.out = ""
 		c.timeout = min(c.timeout, time.Minute)
 	}
-	if c.runs < 1 || c.warmup < 0 || c.records < 1 || c.fill < 1 || c.txns < 1 || c.txnWarmup < 0 || c.timeout <= 0 {
-		return config{}, errors.New("-runs, -records, -fill, -txns and -timeout must be positive, -warmup and -txn-warmup not negative")
+	if c.runs < 1 || c.warmup < 0 || c.records < 1 || c.fill < 1 || c.txns < 1 || c.txnWarmup < 0 || c.timeout <= 0 || c.abortEvery < 0 || c.abortEvery == 1 {
+		return config{}, errors.New("-runs, -records, -fill, -txns and -timeout must be positive, -warmup and -txn-warmup not negative, -abort-every 0 or above 1 (1 would abort every transaction)")
 	}
 	return c, nil
 }

@@ -141,11 +141,11 @@ func commandsSection(sb *strings.Builder, h header, r *results) {
 	if r.consume != nil {
 		f := r.consume.fill
 		fmt.Fprintf(sb, "The consume section's topic (1 partition) is filled once, before its runs, by %d franz-go transactional producers in this "+
-			"process writing at once (so their transactions interleave in the log), %d records of 1 KiB per transaction, every %dth transaction "+
-			"of each aborted: %s transactions, %s of them aborted, %s committed and %s aborted records, written in %v. The benchmark then waits "+
+			"process writing at once (so their transactions interleave in the log), %d records of 1 KiB per transaction (every record's "+
+			"value the same random 1 KiB, in batches snappy-compressed as franz-go does by default), %s: %s transactions, %s of them aborted, %s committed and %s aborted records, written in %v. The benchmark then waits "+
 			"until the partition's last stable offset is its high watermark. Each run reads the partition from the start to its end with a fresh "+
 			"group, the properties file holding only isolation.level:\n\n```\n",
-			fillProducers, txnRecords, abortEvery, benchproc.Group(float64(f.txns)), benchproc.Group(float64(f.abortedTxns)),
+			fillProducers, txnRecords, abortedPhrase(h.cfg.abortEvery), benchproc.Group(float64(f.txns)), benchproc.Group(float64(f.abortedTxns)),
 			benchproc.Group(float64(f.committed)), benchproc.Group(float64(f.aborted)), f.took.Round(time.Millisecond))
 		for _, iso := range isolations {
 			fmt.Fprintf(sb, "qk %s   # %s\n", strings.Join(consumeArgs([]string{"B0", "B1", "B2"}, "TOPIC", "GROUP", iso.level+".properties", f.records(iso.level)), " "), iso.level)
@@ -168,6 +168,9 @@ func argsOf(cfg config) []string {
 	args := []string{fmt.Sprintf("-runs %d", cfg.runs)}
 	if cfg.warmup != 1 {
 		args = append(args, fmt.Sprintf("-warmup %d", cfg.warmup))
+	}
+	if cfg.abortEvery != 10 {
+		args = append(args, fmt.Sprintf("-abort-every %d", cfg.abortEvery))
 	}
 	if cfg.txnWarmup != 50 {
 		args = append(args, fmt.Sprintf("-txn-warmup %d", cfg.txnWarmup))
@@ -293,4 +296,12 @@ func verdict(pass bool, v float64) string {
 	default:
 		return "MISS"
 	}
+}
+
+// abortedPhrase says which of the consume topic's transactions were aborted.
+func abortedPhrase(every int) string {
+	if every == 0 {
+		return "none aborted"
+	}
+	return fmt.Sprintf("every %dth transaction of each aborted", every)
 }
