@@ -23,11 +23,12 @@ import (
 // The consume section's topic is written by fillProducers transactional
 // producers at once, so their transactions interleave in the log; each
 // transaction is txnRecords records, and every -abort-every-th one of
-// each producer is aborted (none with 0).
+// each producer is aborted (defaultAbortEvery; none with 0).
 const (
-	consumeTopic  = "consume-txn"
-	fillProducers = 2
-	txnRecords    = 1000
+	consumeTopic      = "consume-txn"
+	fillProducers     = 2
+	txnRecords        = 1000
+	defaultAbortEvery = 10
 )
 
 // isolation is one side of the consume comparison.
@@ -73,8 +74,8 @@ func plan(committed int) []int {
 // fillTopic creates the consume section's topic (1 partition led by
 // broker 0, RF 3, min.insync.replicas=2) and fills it with committed
 // records by fillProducers franz-go transactional producers writing at
-// once, each aborting one transaction in abortEvery (none with 0), then checks that the
-// last stable offset has reached the high watermark.
+// once, each aborting one transaction in abortEvery (none with 0), then
+// checks that the last stable offset has reached the high watermark.
 func fillTopic(ctx context.Context, c *benchproc.Cluster, committed, abortEvery int) (fill, error) {
 	if err := c.CreateTopic(ctx, benchproc.TopicSpec{Name: consumeTopic, Partitions: 1, RF: 3, MinISR: 2}); err != nil {
 		return fill{}, err

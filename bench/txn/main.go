@@ -94,7 +94,7 @@ func main() {
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	c := config{session: 18000, txnEvery: 100 * time.Millisecond, abortEvery: 10}
+	c := config{session: 18000, txnEvery: 100 * time.Millisecond, abortEvery: defaultAbortEvery}
 	var only string
 	fs := flag.NewFlagSet("txn", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -142,7 +142,8 @@ func commandsSection(sb *strings.Builder, h header, r *results) {
 		f := r.consume.fill
 		fmt.Fprintf(sb, "The consume section's topic (1 partition) is filled once, before its runs, by %d franz-go transactional producers in this "+
 			"process writing at once (so their transactions interleave in the log), %d records of 1 KiB per transaction (every record's "+
-			"value the same random 1 KiB, in batches snappy-compressed as franz-go does by default), %s: %s transactions, %s of them aborted, %s committed and %s aborted records, written in %v. The benchmark then waits "+
+			"value the same random 1 KiB, in batches snappy-compressed as franz-go does by default), %s: %s transactions, %s of them "+
+			"aborted, %s committed and %s aborted records, written in %v. The benchmark then waits "+
 			"until the partition's last stable offset is its high watermark. Each run reads the partition from the start to its end with a fresh "+
 			"group, the properties file holding only isolation.level:\n\n```\n",
 			fillProducers, txnRecords, abortedPhrase(h.cfg.abortEvery), benchproc.Group(float64(f.txns)), benchproc.Group(float64(f.abortedTxns)),
@@ -169,7 +170,7 @@ func argsOf(cfg config) []string {
 	if cfg.warmup != 1 {
 		args = append(args, fmt.Sprintf("-warmup %d", cfg.warmup))
 	}
-	if cfg.abortEvery != 10 {
+	if cfg.abortEvery != defaultAbortEvery {
 		args = append(args, fmt.Sprintf("-abort-every %d", cfg.abortEvery))
 	}
 	if cfg.txnWarmup != 50 {
