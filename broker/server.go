@@ -976,6 +976,11 @@ func (s *Server) shutdown(ctx context.Context) error {
 		s.txn.Close()
 		s.txnMarkers.close()
 	}
+	if s.api != nil {
+		// A marker waiting for its replication, or a store operation,
+		// ends now instead of holding the network drain for 30 s.
+		s.api.Stop()
+	}
 	if s.net != nil {
 		if err := s.net.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("broker: network shutdown: %w", err))

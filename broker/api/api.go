@@ -99,6 +99,12 @@ type Handler struct {
 	sessions *fetchSessionCache // fetch sessions (KIP-227)
 
 	producerIDs *metadata.ProducerIDs
+
+	// stopping is cancelled by Stop: the waits a request makes outside
+	// the purgatories (a marker's replication, store operations) end
+	// with it, so that the network shutdown has nothing long to drain.
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 var _ network.Handler = (*Handler)(nil)
@@ -115,6 +121,7 @@ func New(cfg Config) *Handler {
 		authLog:     cfg.Logger.With("component", "authorizer"),
 		sessions:    newFetchSessionCache(cfg.FetchSessionCacheSlots, cfg.FetchSessionEviction),
 		producerIDs: cfg.ProducerIDs}
+	h.stopping, h.stop = context.WithCancel(context.Background())
 	if h.producerIDs == nil {
 		h.producerIDs = metadata.NewProducerIDs(cfg.Store, cfg.BrokerID, cfg.Logger)
 	}
@@ -309,8 +316,13 @@ func (c *call) ctx(timeoutMs int32) (context.Context, context.CancelFunc) {
 	if timeoutMs > 0 {
 		d = time.Duration(timeoutMs) * time.Millisecond
 	}
-	return context.WithTimeout(context.Background(), d)
+	return context.WithTimeout(c.h.stopping, d)
 }
+
+// Stop ends the waits of requests in flight, at broker shutdown, before
+// the network server drains them; each answers with the error its wait
+// ends in (NOT_ENOUGH_REPLICAS_AFTER_APPEND for a marker).
+func (h *Handler) Stop() { h.stop() }
 
 func addr(r *network.Request) string {
 	if r.RemoteAddr == nil {

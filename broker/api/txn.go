@@ -301,7 +301,7 @@ func (h *Handler) handleWriteTxnMarkers(c *call) {
 		resp.Markers = append(resp.Markers, rm)
 	}
 	// Answered once every marker is replicated (acks=all).
-	ctx, cancel := context.WithTimeout(context.Background(), markerWaitTimeout)
+	ctx, cancel := context.WithTimeout(h.stopping, markerWaitTimeout)
 	defer cancel()
 	for _, w := range waits {
 		code := int16(0)

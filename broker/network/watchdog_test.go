@@ -91,7 +91,10 @@ func TestWatchdogForgetsClosedConnections(t *testing.T) {
 	c2 := dial(t, s.addr)
 	c2.send(frame(1, 11, 1, nil, nil))
 	r2 := <-got
-	waitFor(t, 10*time.Second, func() bool { return s.Stats().RequestsOverdue == 1 }, "the live one reported")
+	// The count goes up just before the line is logged: wait for both.
+	waitFor(t, 10*time.Second, func() bool {
+		return s.Stats().RequestsOverdue == 1 && len(s.logs.lines("request unanswered")) == 1
+	}, "the live one reported")
 	r.NoResponse()
 	r2.NoResponse()
 	require.Len(t, s.logs.lines("request unanswered"), 1)
