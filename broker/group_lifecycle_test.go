@@ -83,13 +83,19 @@ func (l offsetsLog) requireDeleted(t *testing.T, key string) {
 	t.Helper()
 	i := slices.IndexFunc(l, func(r offsetsRecord) bool { return r.key == key && r.value != nil })
 	require.GreaterOrEqual(t, i, 0, "no value for %s on disk", key)
+	last := l.lastIndex(key)
+	require.Nil(t, l[last].value, "latest record of %s is not a tombstone", key)
+}
+
+// lastIndex returns the index of the last record for key, -1 if none.
+func (l offsetsLog) lastIndex(key string) int {
 	last := -1
 	for j, r := range l {
 		if r.key == key {
 			last = j
 		}
 	}
-	require.Nil(t, l[last].value, "latest record of %s is not a tombstone", key)
+	return last
 }
 
 // requireTombstone checks that the last record for key is a tombstone
@@ -97,12 +103,7 @@ func (l offsetsLog) requireDeleted(t *testing.T, key string) {
 // metadata).
 func (l offsetsLog) requireTombstone(t *testing.T, key string) {
 	t.Helper()
-	last := -1
-	for j, r := range l {
-		if r.key == key {
-			last = j
-		}
-	}
+	last := l.lastIndex(key)
 	require.GreaterOrEqual(t, last, 0, "no record for %s on disk", key)
 	require.Nil(t, l[last].value, "latest record of %s is not a tombstone", key)
 }
@@ -118,6 +119,14 @@ func (l offsetsLog) requireLive(t *testing.T, key string) {
 		}
 	}
 	require.Positive(t, values, "no value for %s on disk", key)
+}
+
+// requireLatestValue checks that the last record for key is a value.
+func (l offsetsLog) requireLatestValue(t *testing.T, key string) {
+	t.Helper()
+	last := l.lastIndex(key)
+	require.GreaterOrEqual(t, last, 0, "no record for %s on disk", key)
+	require.NotNil(t, l[last].value, "latest record of %s is a tombstone", key)
 }
 
 // fetchCommitted asks OffsetFetch (a raw v8+ request) for partitions of
@@ -227,7 +236,12 @@ func TestGroupOffsetsExpire(t *testing.T) {
 	l = readOffsetsLog(t, b.Dir, "exp-busy")
 	l.requireLive(t, offsetKeyName("exp-busy", "exp", 0))
 	l.requireLive(t, offsetKeyName("exp-busy", "exp", 1))
-	l.requireLive(t, groupKeyName("exp-busy"))
+	// The busy group's metadata may have a tombstone before its value:
+	// while its member waited for its second JoinGroup (MEMBER_ID_REQUIRED)
+	// the group was Empty with no offsets, and expiry removes such a group
+	// at once, as Kafka's cleanupGroupMetadata does. What counts is that
+	// its latest record is a value.
+	l.requireLatestValue(t, groupKeyName("exp-busy"))
 }
 
 // TestOffsetDeleteSuccess: OffsetDelete removes the offsets of an Empty
