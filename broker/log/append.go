@@ -215,21 +215,22 @@ func (l *Log) appendLeader(batch []byte, leaderEpoch int32, origin appendOrigin)
 		err = seg.append(batch, last, maxTs, last)
 	}
 	if err != nil {
-		l.failed = err
+		err = l.fail(err)
 		l.mu.Unlock()
 		return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
 	l.logEndOffset = last + 1
 	if bt.ProducerID() >= 0 {
 		if err := l.applyBatch(bt, l.indexAbort(seg)); err != nil {
-			l.fail(err)
+			err = l.fail(err)
 			l.mu.Unlock()
 			return AppendInfo{}, false, fmt.Errorf("append to %s: %w", l.dir, err)
 		}
 	}
 	if leaderEpoch >= 0 {
 		if _, err := l.epochs.Assign(leaderEpoch, base); err != nil {
-			l.lg.Warn("leader epoch checkpoint not written", "err", err)
+			// The batch is in the log; the next write finds it failed.
+			l.fail(fmt.Errorf("leader epoch checkpoint: %w", err))
 		}
 	}
 	info := AppendInfo{

@@ -250,6 +250,14 @@ func (l *Log) planLocked(nowMs int64) (*cleanPlan, error) {
 // CleanOptions.Force), and reports what it did. It runs the whole
 // rewrite without the log lock; concurrent reads and appends continue.
 func (l *Log) Compact(opts CleanOptions) (CleanStats, error) {
+	st, err := l.compact(opts)
+	// An I/O error (a full disk under the .cleaned files, a failed
+	// rename) fails the log and takes its dir offline, as Kafka's cleaner
+	// hands an IOException to the LogDirFailureChannel.
+	return st, l.failIO(err)
+}
+
+func (l *Log) compact(opts CleanOptions) (CleanStats, error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	start := time.Now()

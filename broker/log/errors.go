@@ -3,6 +3,10 @@ package log
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
 )
 
 // Sentinel errors. Callers match them with errors.Is; broker/api maps them
@@ -17,6 +21,11 @@ var (
 	// log failed, so its files are in an unknown state. The log refuses
 	// writes and flushes until the broker restarts and recovers it.
 	ErrFailed = errors.New("log: failed after an I/O error")
+	// ErrLogDirOffline is KAFKA_STORAGE_ERROR too: the partition's log
+	// directory went offline after an I/O error in one of its logs or
+	// files (Kafka's LogDirFailureChannel, KIP-112), or a log that may be
+	// in an offline directory was asked for. It comes back at restart.
+	ErrLogDirOffline = errors.New("log: log directory offline")
 	// ErrTruncated is returned to an AppendAsync caller whose batch a
 	// truncation removed before it was flushed (the replica became a
 	// follower): NOT_LEADER_OR_FOLLOWER, so the producer retries.
@@ -106,4 +115,32 @@ func (e *CorruptError) Unwrap() []error {
 		return []error{e.Err}
 	}
 	return []error{e.Err, e.Cause}
+}
+
+// isIOError reports whether err came from the file system (a failed
+// open, write, fsync, rename...), as opposed to one of this package's
+// logical errors. Such an error takes the log's directory offline, as an
+// IOException does in Kafka.
+func isIOError(err error) bool {
+	var pathErr *fs.PathError
+	var linkErr *os.LinkError
+	var sysErr *os.SyscallError
+	var errno syscall.Errno
+	return errors.As(err, &pathErr) || errors.As(err, &linkErr) || errors.As(err, &sysErr) ||
+		errors.As(err, &errno) || errors.Is(err, io.ErrShortWrite)
+}
+
+// isDeviceError reports whether err is an errno that says the device or
+// file system cannot be written (a failed disk, a full one, a read-only
+// remount), rather than a problem with one path (a file where a directory
+// should be, a permission). A log that cannot be created for such a reason
+// takes its whole directory offline; one that cannot for a reason of its
+// own path is offline alone.
+func isDeviceError(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EIO, syscall.ENOSPC, syscall.EROFS, syscall.EDQUOT, syscall.ENXIO, syscall.ENODEV} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -76,7 +76,7 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 		}
 	}
 	if err != nil {
-		l.failed = err
+		err = l.fail(err)
 		l.mu.Unlock()
 		return AppendInfo{}, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
@@ -84,7 +84,7 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 		bt := record.Batch(chunk[p:])
 		if e := bt.PartitionLeaderEpoch(); e >= 0 {
 			if _, err := l.epochs.Assign(e, bt.BaseOffset()); err != nil {
-				l.lg.Warn("leader epoch checkpoint not written", "err", err)
+				l.fail(fmt.Errorf("leader epoch checkpoint: %w", err))
 			}
 		}
 		p += bt.Size()

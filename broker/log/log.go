@@ -149,6 +149,7 @@ type options struct {
 	highWatermark  int64
 	cleanShutdown  bool
 	cleanerOffset  int64
+	report         func(error)
 }
 
 // WithFS sets the file system (default vfs.OS).
@@ -156,6 +157,13 @@ func WithFS(fsys vfs.FS) Option { return func(o *options) { o.fsys = fsys } }
 
 // WithLogger sets the logger (nil discards).
 func WithLogger(lg *slog.Logger) Option { return func(o *options) { o.lg = lg } }
+
+// WithFailureReporter sets where the log reports the I/O error that fails
+// it, once: the Manager's failure channel, which takes the log's whole
+// directory offline (Kafka's LogDirFailureChannel). fn is called with the
+// log's lock held, so it must neither block nor call back into the log.
+// Without a reporter the log logs its failure at ERROR itself.
+func WithFailureReporter(fn func(err error)) Option { return func(o *options) { o.report = fn } }
 
 // WithClock sets the wall clock (default time.Now), used for segment.ms of
 // segments without timestamps, retention.ms, LogAppendTime and flush.ms.
@@ -257,6 +265,7 @@ type Log struct {
 	maxEpochSeen   int32
 	pending        []pendingDelete
 	failed         error // set when a write left the log in an unknown state
+	report         func(error)
 	closed         bool
 	flushTarget    int64 // the async flusher flushes up to here
 	flusherRunning bool
@@ -342,6 +351,7 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 		lg:           o.lg.With("topic", topic, "partition", partition),
 		now:          o.now,
 		cfg:          cfg,
+		report:       o.report,
 
 		firstDirtyOffset: o.cleanerOffset,
 		txnRebuildBelow:  math.MaxInt64,
@@ -427,14 +437,23 @@ func (l *Log) WritePartitionMetadata(topicID [16]byte) error {
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.createdUnsynced {
-		return checkpoint.WritePartitionMetadata(l.fsys, l.dir, topicID)
-	}
-	b, err := checkpoint.EncodePartitionMetadata(topicID)
-	if err != nil {
+	if err := l.checkWritable(); err != nil {
 		return err
 	}
-	return l.writeUnsynced(checkpoint.PartitionMetadataFile, b)
+	var err error
+	if !l.createdUnsynced {
+		err = checkpoint.WritePartitionMetadata(l.fsys, l.dir, topicID)
+	} else {
+		var b []byte
+		if b, err = checkpoint.EncodePartitionMetadata(topicID); err != nil {
+			return err
+		}
+		err = l.writeUnsynced(checkpoint.PartitionMetadataFile, b)
+	}
+	if err != nil && isIOError(err) {
+		return l.fail(err)
+	}
+	return err
 }
 
 // writeUnsynced replaces the file name of a log created and not yet
@@ -682,11 +701,13 @@ func (l *Log) floorSegment(offset int64) int {
 }
 
 func (l *Log) checkWritable() error {
-	if l.closed {
-		return ErrClosed
-	}
+	// A failed log says so even once closed (its dir went offline and
+	// closed it): KAFKA_STORAGE_ERROR, not a log that merely went away.
 	if l.failed != nil {
 		return fmt.Errorf("log %s: %w: %w", l.dir, ErrFailed, l.failed)
+	}
+	if l.closed {
+		return ErrClosed
 	}
 	return nil
 }
@@ -701,10 +722,43 @@ func (l *Log) Failed() error {
 }
 
 // fail marks the log failed after an I/O error left its files in an
-// unknown state (Kafka takes the log dir offline). The caller holds mu.
-func (l *Log) fail(err error) {
+// unknown state and reports it to the failure channel, which takes the
+// log dir offline as Kafka does. It returns err wrapped in ErrFailed, so
+// that the caller's error maps to KAFKA_STORAGE_ERROR. The caller holds mu.
+func (l *Log) fail(err error) error {
 	if l.failed == nil {
 		l.failed = err
-		l.lg.Error("log failed, refusing writes until restart", "err", err)
+		if l.report != nil {
+			// The directory's failure is the one ERROR line.
+			l.lg.Warn("log failed, refusing writes until restart", "err", err)
+			l.report(err)
+		} else {
+			l.lg.Error("log failed, refusing writes until restart", "err", err)
+		}
 	}
+	return fmt.Errorf("log %s: %w: %w", l.dir, ErrFailed, err)
+}
+
+// failIO fails the log if err is an I/O error and returns err; for paths
+// that do not hold mu (those that do call fail).
+func (l *Log) failIO(err error) error {
+	if err == nil || !isIOError(err) {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fail(err)
+}
+
+// failClosed is the end of a log whose directory went offline: marked
+// failed with cause (unless it already is) and its files closed without a
+// flush, as Kafka closes the handlers of an offline dir's logs. Readers
+// holding it get errors from then on; the Manager no longer lists it.
+func (l *Log) failClosed(cause error) {
+	l.mu.Lock()
+	if l.failed == nil {
+		l.failed = cause
+	}
+	l.mu.Unlock()
+	l.closeWithoutFlush()
 }

@@ -61,6 +61,10 @@ type ManagerConfig struct {
 	CleanerEnable           bool
 	CleanerBackoffMs        int64 // log.cleaner.backoff.ms (15000)
 	CleanerDedupeBufferSize int64 // log.cleaner.dedupe.buffer.size (134217728), for the one cleaner thread
+
+	// OnLogDirFailure is called, from the failure loop and without locks
+	// held, after a log directory went offline (logdir.go).
+	OnLogDirFailure func(LogDirFailure)
 }
 
 // interval turns a millisecond setting into a loop period; 0 means off.
@@ -88,6 +92,8 @@ type Manager struct {
 	logs   map[TopicPartition]*Log
 	dirOf  map[TopicPartition]string // the log dir holding each partition
 	perDir map[string]int            // partitions per log dir (dirOf counted)
+	// offline are the log dirs taken offline by an I/O error, with it.
+	offline map[string]error
 	// creating are the logs CreateLog is opening outside mu; a second
 	// CreateLog of the same partition waits for the channel to close.
 	creating map[TopicPartition]chan struct{}
@@ -100,6 +106,14 @@ type Manager struct {
 	// unchanged checkpoints are not rewritten.
 	ckMu        sync.Mutex
 	lastWritten map[string]map[TopicPartition]int64
+
+	// The failure channel (logdir.go): failing holds every dir ever
+	// reported, with its first error; failQueue those the failure loop
+	// has yet to take offline. failMu is a leaf lock.
+	failMu    sync.Mutex
+	failing   map[string]error
+	failQueue []string
+	failWake  chan struct{}
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -127,6 +141,9 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		logs:        map[TopicPartition]*Log{},
 		dirOf:       map[TopicPartition]string{},
 		perDir:      map[string]int{},
+		offline:     map[string]error{},
+		failing:     map[string]error{},
+		failWake:    make(chan struct{}, 1),
 		creating:    map[TopicPartition]chan struct{}{},
 		lastWritten: map[string]map[TopicPartition]int64{},
 		stop:        make(chan struct{}),
@@ -160,12 +177,26 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		wg.Go(func() { errs[i] = m.loadDir(dir) })
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	// A dir that failed with an I/O error goes offline and the others
+	// serve (KIP-112), unless none is left.
+	var fatal []error
+	for i, err := range errs {
+		if err != nil {
+			if err := m.loadFailed(m.cfg.LogDirs[i], err); err != nil {
+				fatal = append(fatal, err)
+			}
+		}
+	}
+	if len(fatal) == 0 && len(m.offline) == len(m.cfg.LogDirs) {
+		fatal = append(fatal, errAllOffline(errs))
+	}
+	if err := errors.Join(fatal...); err != nil {
 		for _, l := range m.logs {
 			l.closeWithoutFlush()
 		}
 		return nil, err
 	}
+	m.wg.Go(m.failureLoop)
 	m.startLoops()
 	m.startCleaner()
 	return m, nil
@@ -225,7 +256,8 @@ func (m *Manager) loadDir(dir string) error {
 				l, err := Open(dir+"/"+name, m.ConfigFor(topic),
 					WithFS(m.fsys), WithLogger(m.lg), WithClock(m.now),
 					WithCleanShutdown(clean), WithRecoveryPoint(rps[tp]),
-					WithLogStartOffset(lsos[tp]), WithHighWatermark(hws[tp]), cleanerCheckpoint(dirty, tp))
+					WithLogStartOffset(lsos[tp]), WithHighWatermark(hws[tp]), cleanerCheckpoint(dirty, tp),
+					m.reporter(dir))
 				errMu.Lock()
 				if err != nil {
 					errs = append(errs, err)
@@ -333,13 +365,23 @@ func (m *Manager) put(tp TopicPartition, l *Log, dir string) {
 	m.perDir[dir]++
 }
 
-// CreateLog returns the partition's log, creating it (with cfg) in the log
-// dir that holds the fewest partitions if it does not exist yet. The log
-// is opened without m.mu held, so several partitions are created at once
-// (their fsyncs overlap) and readers of the partition map do not wait for
-// a creation; a second call for a partition being created waits for the
-// first.
+// CreateLog returns the partition's log, creating it (with cfg) in the
+// online log dir that holds the fewest partitions if it does not exist
+// yet: GetOrCreateLog of a new partition.
 func (m *Manager) CreateLog(topic string, partition int32, cfg Config) (*Log, error) {
+	return m.GetOrCreateLog(topic, partition, cfg, true)
+}
+
+// GetOrCreateLog returns the partition's log, creating it if it does not
+// exist yet. isNew is LeaderAndIsr's flag: the controller says the replica
+// is new. A replica that is not new and has no log here while a log dir is
+// offline may well have its log in that dir, so it is not created afresh
+// elsewhere (that would serve it empty): ErrLogDirOffline, as Kafka's
+// getOrCreateLog refuses it. The log is opened without m.mu held, so
+// several partitions are created at once (their fsyncs overlap) and
+// readers of the partition map do not wait for a creation; a second call
+// for a partition being created waits for the first.
+func (m *Manager) GetOrCreateLog(topic string, partition int32, cfg Config, isNew bool) (*Log, error) {
 	if !validTopic(topic) || partition < 0 {
 		return nil, fmt.Errorf("create log %s-%d: %w", topic, partition, ErrBadTopic)
 	}
@@ -362,11 +404,15 @@ func (m *Manager) CreateLog(topic string, partition int32, cfg Config) (*Log, er
 		<-wait
 		m.mu.Lock()
 	}
-	dir := m.cfg.LogDirs[0]
-	for _, d := range m.cfg.LogDirs[1:] {
-		if m.perDir[d] < m.perDir[dir] {
-			dir = d
-		}
+	if len(m.offline) > 0 && !isNew {
+		offline := slices.Sorted(maps.Keys(m.offline))
+		m.mu.Unlock()
+		return nil, fmt.Errorf("create log %s: %w: it may be in %s", tp, ErrLogDirOffline, strings.Join(offline, ","))
+	}
+	dir, ok := m.pickDir()
+	if !ok {
+		m.mu.Unlock()
+		return nil, fmt.Errorf("create log %s: %w: every log dir is offline", tp, ErrLogDirOffline)
 	}
 	done := make(chan struct{})
 	m.creating[tp] = done
@@ -375,21 +421,31 @@ func (m *Manager) CreateLog(topic string, partition int32, cfg Config) (*Log, er
 	defer m.creations.Done()
 	m.mu.Unlock()
 
-	l, err := Open(dir+"/"+tp.String(), cfg, WithFS(m.fsys), WithLogger(m.lg), WithClock(m.now), WithCleanShutdown(true))
+	l, err := Open(dir+"/"+tp.String(), cfg, WithFS(m.fsys), WithLogger(m.lg), WithClock(m.now), WithCleanShutdown(true),
+		m.reporter(dir))
+	if err != nil && isDeviceError(err) {
+		// The disk refused it (not a problem of this one path, such as a
+		// file in the way): the dir goes offline, as in Kafka.
+		m.reportFailure(dir, err)
+	}
 
 	m.mu.Lock()
 	delete(m.creating, tp)
 	close(done)
 	m.perDir[dir]--
 	closed := m.closed
+	_, dirOffline := m.offline[dir]
 	existing := m.logs[tp] // put back by a DeleteLog whose rename failed
-	if err == nil && !closed && existing == nil {
+	if err == nil && !closed && existing == nil && !dirOffline {
 		m.put(tp, l, dir)
 	}
 	m.mu.Unlock()
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("create log %s: %w", tp, err)
+	case dirOffline:
+		l.closeWithoutFlush()
+		return nil, fmt.Errorf("create log %s: %w: %s", tp, ErrLogDirOffline, dir)
 	case closed:
 		l.closeWithoutFlush()
 		return nil, ErrClosed
@@ -565,7 +621,9 @@ func (m *Manager) byDir(value func(l *Log) (int64, bool)) map[string]map[TopicPa
 	defer m.mu.RUnlock()
 	out := map[string]map[TopicPartition]int64{}
 	for _, d := range m.cfg.LogDirs {
-		out[d] = map[TopicPartition]int64{}
+		if _, off := m.offline[d]; !off {
+			out[d] = map[TopicPartition]int64{}
+		}
 	}
 	for tp, l := range m.logs {
 		if v, ok := value(l); ok {
@@ -585,7 +643,11 @@ func (m *Manager) writeCheckpoints(name string, perDir map[string]map[TopicParti
 			continue
 		}
 		if err := checkpoint.WriteOffsets(m.fsys, dir, name, entries); err != nil {
-			errs = append(errs, fmt.Errorf("write %s: %w", key, err))
+			err = fmt.Errorf("write %s: %w", key, err)
+			if isIOError(err) {
+				m.reportFailure(dir, err) // Kafka: the checkpoint's dir goes offline
+			}
+			errs = append(errs, err)
 			continue
 		}
 		m.lastWritten[key] = entries
@@ -679,6 +741,14 @@ func (m *Manager) Close() error {
 			}
 		}
 	}
+	for _, d := range m.OfflineDirs() {
+		failedDirs[d] = true
+	}
+	m.failMu.Lock()
+	for d := range m.failing { // reported, perhaps not handled before stop
+		failedDirs[d] = true
+	}
+	m.failMu.Unlock()
 	for _, d := range m.cfg.LogDirs {
 		if failedDirs[d] {
 			m.lg.Warn("not writing clean-shutdown marker", "dir", d)

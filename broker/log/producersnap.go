@@ -353,13 +353,14 @@ func (l *Log) queueSnapshot(offset int64) {
 }
 
 // writeSnapshots writes snapshots taken from pendingSnaps atomically. The
-// caller holds flushMu but not mu. A failure is logged, not returned: a
-// missing snapshot only makes the next load replay more of the log.
+// caller holds flushMu but not mu. A failure fails the log, as Kafka's
+// IOException from a snapshot takes the log dir offline: a disk that
+// cannot take a small file will not take the next batch either.
 func (l *Log) writeSnapshots(snaps []pendingSnapshot) {
 	for _, p := range snaps {
 		if err := vfs.WriteFileAtomic(l.fsys, l.dir, snapshotName(p.offset), p.data); err != nil {
-			l.lg.Warn("producer snapshot not written", "offset", p.offset, "err", err)
-			continue
+			l.failIO(fmt.Errorf("producer snapshot at %d: %w", p.offset, err))
+			return
 		}
 		l.mu.Lock()
 		if i, found := slices.BinarySearch(l.snapshots, p.offset); !found {
@@ -405,7 +406,7 @@ func (l *Log) deleteSnapshotsIf(drop func(offset int64) bool) error {
 func (l *Log) truncateProducerState() error {
 	leo := l.logEndOffset
 	if err := l.deleteSnapshotsIf(func(off int64) bool { return off > leo }); err != nil {
-		l.lg.Warn("producer snapshot not deleted", "err", err)
+		return fmt.Errorf("producer snapshot: %w", err)
 	}
 	return l.rebuildProducerState(leo)
 }
@@ -433,7 +434,7 @@ func (l *Log) deleteSnapshotsBeforeRecoveryPoint(recoveryPoint int64) {
 		keep = min(keep, recoveryPoint)
 	}
 	if err := l.deleteSnapshotsIf(func(off int64) bool { return off < keep }); err != nil {
-		l.lg.Warn("producer snapshot not deleted", "err", err)
+		l.fail(fmt.Errorf("producer snapshot: %w", err))
 	}
 }
 

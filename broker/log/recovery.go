@@ -44,12 +44,16 @@ func (l *Log) load(o options) error {
 		return err
 	}
 	nowMs := l.nowMs()
+	// epochErr is the first leader-epoch checkpoint write that failed
+	// while recovery assigned epochs: the load fails with it (an I/O
+	// error in the log dir, which takes the dir offline).
+	var epochErr error
 	assign := func(epoch int32, offset int64) {
 		if latest, ok := l.epochs.LatestEpoch(); ok && epoch <= latest {
 			return
 		}
-		if _, err := l.epochs.Assign(epoch, offset); err != nil {
-			l.lg.Warn("leader epoch checkpoint not written", "err", err)
+		if _, err := l.epochs.Assign(epoch, offset); err != nil && epochErr == nil {
+			epochErr = fmt.Errorf("leader epoch checkpoint: %w", err)
 		}
 	}
 	for _, base := range bases {
@@ -170,11 +174,14 @@ func (l *Log) load(o options) error {
 	if e, ok := l.epochs.LatestEpoch(); ok {
 		l.maxEpochSeen = max(l.maxEpochSeen, e)
 	}
+	if epochErr != nil {
+		return epochErr
+	}
 	if err := l.epochs.TruncateFromEnd(l.logEndOffset); err != nil {
-		l.lg.Warn("leader epoch checkpoint not written", "err", err)
+		return fmt.Errorf("leader epoch checkpoint: %w", err)
 	}
 	if err := l.epochs.TruncateFromStart(l.logStartOffset); err != nil {
-		l.lg.Warn("leader epoch checkpoint not written", "err", err)
+		return fmt.Errorf("leader epoch checkpoint: %w", err)
 	}
 	if l.stats.RecoveredSegments > 0 || l.stats.TruncatedBytes > 0 {
 		l.lg.Info("recovered log", "segments", l.stats.RecoveredSegments, "bytes_lost", l.stats.TruncatedBytes,

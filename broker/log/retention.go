@@ -42,7 +42,7 @@ func (l *Log) incrementLogStartOffset(offset int64, reason string) {
 	// offset (or the raised high watermark) are stable.
 	l.producers.OnHighWatermarkUpdated(l.highWatermark)
 	if err := l.epochs.TruncateFromStart(offset); err != nil {
-		l.lg.Warn("leader epoch checkpoint not written", "err", err)
+		l.fail(fmt.Errorf("leader epoch checkpoint: %w", err))
 	}
 }
 
@@ -54,7 +54,7 @@ func (l *Log) incrementLogStartOffset(offset int64, reason string) {
 // rolled first, so the active segment is never deleted and the log always
 // keeps one. Deleted files are renamed *.deleted and removed after
 // file.delete.delay.ms. It returns how many segments were deleted.
-func (l *Log) DeleteOldSegments() (int, error) {
+func (l *Log) DeleteOldSegments() (_ int, err error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -62,8 +62,17 @@ func (l *Log) DeleteOldSegments() (int, error) {
 	if err := l.checkWritable(); err != nil {
 		return 0, err
 	}
+	// A rename, removal or roll that failed left the segment list and the
+	// files apart: the log fails and its dir goes offline.
+	defer func() {
+		if err != nil && isIOError(err) {
+			err = l.fail(err)
+		}
+	}()
 	nowMs := l.nowMs()
-	l.reapDeleted(nowMs, false)
+	if err := l.reapDeleted(nowMs, false); err != nil {
+		return 0, err
+	}
 	total := 0
 	n, err := l.deleteOldSegments("log start offset breach", func(s *Segment, next *Segment) (bool, error) {
 		return next != nil && next.baseOffset <= l.logStartOffset, nil
@@ -157,7 +166,7 @@ func (l *Log) deleteOldSegments(reason string, pred func(s, next *Segment) (bool
 	// one at it (if any) keeps the state of producers whose data is gone.
 	lso := l.logStartOffset
 	if err := l.deleteSnapshotsIf(func(off int64) bool { return off < lso }); err != nil {
-		l.lg.Warn("producer snapshot not deleted", "err", err)
+		return k, fmt.Errorf("producer snapshot: %w", err)
 	}
 	return k, nil
 }

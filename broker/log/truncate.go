@@ -30,16 +30,14 @@ func (l *Log) TruncateTo(offset int64) (bool, error) {
 	// A segment starting at offset is kept (emptied) as the active one.
 	for _, s := range l.segments[i+1:] {
 		if err := l.deleteSegmentFiles(s); err != nil {
-			l.failed = err
-			return true, err
+			return true, l.fail(err)
 		}
 	}
 	clear(l.segments[i+1:])
 	l.segments = l.segments[:i+1]
 	_, end, err := l.active().truncateTo(offset)
 	if err != nil {
-		l.failed = err
-		return true, err
+		return true, l.fail(err)
 	}
 	offset = end
 	// Kafka's LogSegment.truncateTo cuts the transaction index with the
@@ -49,20 +47,18 @@ func (l *Log) TruncateTo(offset int64) (bool, error) {
 		l.dirGen++
 	}
 	if err != nil {
-		l.failed = err
-		return true, err
+		return true, l.fail(err)
 	}
 	l.logEndOffset = offset
-	if err := l.epochs.TruncateFromEnd(offset); err != nil {
-		l.lg.Warn("leader epoch checkpoint not written", "err", err)
-	}
 	l.logStartOffset = min(l.logStartOffset, offset)
 	l.highWatermark = min(l.highWatermark, offset)
 	l.recoveryPoint = min(l.recoveryPoint, offset)
 	l.flushTarget = min(l.flushTarget, offset)
+	if err := l.epochs.TruncateFromEnd(offset); err != nil {
+		return true, l.fail(fmt.Errorf("leader epoch checkpoint: %w", err))
+	}
 	if err := l.truncateProducerState(); err != nil {
-		l.failed = err
-		return true, err
+		return true, l.fail(err)
 	}
 	return true, nil
 }
@@ -88,26 +84,24 @@ func (l *Log) truncateFullyAndStartAtLocked(offset int64) error {
 	l.lg.Info("truncating log fully", "offset", offset)
 	for _, s := range l.segments {
 		if err := l.deleteSegmentFiles(s); err != nil {
-			l.failed = err
-			return err
+			return l.fail(err)
 		}
 	}
 	l.segments = l.segments[:0]
 	seg, err := createSegment(l.fsys, l.dir, offset, l.segmentConfig(), l.nowMs(), l.lg, false)
 	if err != nil {
-		l.failed = err
-		return err
+		return l.fail(err)
 	}
 	l.segments = append(l.segments, seg)
 	l.dirGen++
-	if err := l.epochs.Clear(); err != nil {
-		l.lg.Warn("leader epoch checkpoint not written", "err", err)
-	}
 	l.producers.Reset()
-	if err := l.deleteSnapshotsIf(func(int64) bool { return true }); err != nil {
-		l.lg.Warn("producer snapshot not deleted", "err", err)
-	}
 	l.logStartOffset, l.logEndOffset = offset, offset
 	l.highWatermark, l.recoveryPoint, l.flushTarget = offset, offset, offset
+	if err := l.epochs.Clear(); err != nil {
+		return l.fail(fmt.Errorf("leader epoch checkpoint: %w", err))
+	}
+	if err := l.deleteSnapshotsIf(func(int64) bool { return true }); err != nil {
+		return l.fail(fmt.Errorf("producer snapshot: %w", err))
+	}
 	return nil
 }
