@@ -130,7 +130,7 @@ func (s *Server) leaderAndIsr(ctx context.Context, req *kmsg.LeaderAndISRRequest
 		index[tp] = i
 		states = append(states, replica.PartitionState{Topic: pt.topic, TopicID: pt.id, Partition: pt.p.Partition,
 			Leader: pt.p.Leader, LeaderEpoch: pt.p.LeaderEpoch, ISR: pt.p.ISR, Replicas: pt.p.Replicas, Config: tc,
-			LeaderAddr: leaders[pt.p.Leader], PartitionEpoch: pt.p.ZKVersion})
+			LeaderAddr: leaders[pt.p.Leader], PartitionEpoch: pt.p.ZKVersion, IsNew: pt.p.IsNew})
 		s.hosted[tp] = pt.id
 	}
 	errs := s.replicas.ApplyLeaderAndISR(states)

@@ -58,6 +58,7 @@ type options struct {
 	lg    *slog.Logger
 	store metadata.Store
 	clock func() time.Time
+	logFS vfs.FS
 }
 
 // WithLogger sets the logger (nil discards).
@@ -70,6 +71,11 @@ func WithMetadataStore(s metadata.Store) Option { return func(o *options) { o.st
 
 // WithClock sets the wall clock of the logs and the API handlers.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
+
+// WithLogFS sets the file system of the partition logs (default vfs.OS),
+// for tests that inject I/O errors (vfs.Faulty). The metadata store, the
+// lock files and meta.properties stay on the real one.
+func WithLogFS(fsys vfs.FS) Option { return func(o *options) { o.logFS = fsys } }
 
 // Server is one broker: the metadata store session, the logs, the
 // partitions it hosts, the controller role, the API handlers and the
@@ -91,8 +97,11 @@ type Server struct {
 	registration controller.Registration
 	net          *network.Server
 	logs         *log.Manager
-	replicas     *replica.Manager
-	cache        *controller.Cache
+	logFS        vfs.FS // nil: vfs.OS
+	// dirs handles the log dirs going offline and watches their usage.
+	dirs     *dirWatcher
+	replicas *replica.Manager
+	cache    *controller.Cache
 	// interBroker is how this broker's clients reach the others'
 	// inter-broker listener (TLS, SASL); set before any channel is made.
 	interBroker *interBrokerClient
@@ -175,7 +184,9 @@ func New(cfg *config.Broker, opts ...Option) (*Server, error) {
 		return nil, log.ErrLogDirs
 	}
 	s := &Server{static: cfg, lg: o.lg.With("broker_id", cfg.BrokerID), now: o.clock, store: o.store, authorizer: cfg.AuthorizerClassName != "",
-		hosted: map[log.TopicPartition][16]byte{}, startEnded: make(chan struct{}), firstMetadata: make(chan struct{})}
+		hosted: map[log.TopicPartition][16]byte{}, startEnded: make(chan struct{}), firstMetadata: make(chan struct{}),
+		logFS: o.logFS}
+	s.dirs = newDirWatcher(s)
 	s.cfg.Store(cfg)
 	for _, d := range cfg.LogDirs {
 		if err := vfs.MkdirAllSync(vfs.OS, d, 0o755); err != nil {
@@ -536,6 +547,8 @@ func (s *Server) Start() (err error) {
 
 	s.logs, err = log.OpenManager(log.ManagerConfig{
 		LogDirs:                         slices.Clone(cfg.LogDirs),
+		FS:                              s.logFS,
+		OnLogDirFailure:                 s.dirs.onLogDirFailure,
 		Logger:                          s.lg,
 		Clock:                           s.now,
 		DefaultConfig:                   s.logConfig(cfg.TopicDefaults()),
@@ -586,6 +599,7 @@ func (s *Server) Start() (err error) {
 		Clock:                   s.now,
 		BrokerID:                cfg.BrokerID,
 		Logs:                    s.logs,
+		FS:                      s.logFS,
 		Logger:                  s.lg,
 		ProducerIDExpirationMs:  int64(cfg.ProducerIDExpirationMs),
 		OnHighWatermark: func(topic string, partition int32) {
@@ -650,6 +664,7 @@ func (s *Server) Start() (err error) {
 		VerifyTxn:              s.verifyTxn,
 		ProducerIDs:            pids,
 		LogDirs:                slices.Clone(cfg.LogDirs),
+		LogDirError:            s.LogDirError,
 		Logger:                 s.lg,
 		Clock:                  s.now,
 		Control:                s.handleControl,
@@ -660,7 +675,7 @@ func (s *Server) Start() (err error) {
 	})
 	if s.http != nil {
 		s.http.SetState(&httpapi.State{Replicas: s.replicas, Cache: s.cache, Controller: s.ctrl, Network: s.net,
-			Fetches: s.fetches, Produces: s.produces, Txn: s.txn})
+			Fetches: s.fetches, Produces: s.produces, Txn: s.txn, LogDirs: s.dirs.statuses})
 	}
 	if err := s.cache.Start(ctx); err != nil {
 		return fmt.Errorf("broker: load metadata: %w", err)
@@ -689,6 +704,9 @@ func (s *Server) Start() (err error) {
 	s.brokerEpoch.Store(epoch)
 	s.registered.Store(true)
 	s.lg.Info("registered broker", "broker_epoch", epoch, "endpoints", fmt.Sprint(endpoints))
+	// From here a failed log dir is handled (a failure since the logs
+	// opened was queued): the controller can be told of it.
+	s.dirs.start()
 
 	if err := s.ctrl.Start(ctx); err != nil {
 		return fmt.Errorf("broker: controller election: %w", err)
@@ -994,6 +1012,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("broker: admin http: %w", err))
 		}
 	}
+	s.dirs.close()
 	if s.fetchers != nil {
 		s.fetchers.Close()
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -320,7 +321,10 @@ func (h *Handler) produceAcks(acks int16) error {
 func (h *Handler) producePartition(c *call, snap *controller.Snapshot, topic string, partition int32, records []byte, req *kmsg.ProduceRequest, flushed func(error)) (info log.AppendInfo, pending bool, err error) {
 	p, err := h.cfg.Replicas.Partition(topic, partition)
 	if err != nil {
-		if t, ok := snap.Topics[topic]; ok && partition >= 0 && int(partition) < len(t.Partitions) {
+		// An offline replica (its log dir failed) answers
+		// KAFKA_STORAGE_ERROR, as Kafka's does, until the controller moves
+		// the leadership; the producer retries and refreshes its metadata.
+		if t, ok := snap.Topics[topic]; ok && partition >= 0 && int(partition) < len(t.Partitions) && !errors.Is(err, replica.ErrOffline) {
 			return log.AppendInfo{}, false, replica.ErrNotLeaderOrFollower
 		}
 		return log.AppendInfo{}, false, err

@@ -293,7 +293,9 @@ func (f *delayedFetch) read() {
 		var p *replica.Partition
 		if err == nil {
 			p, err = h.cfg.Replicas.Partition(name, pt.partition)
-			if err != nil && topic != nil && pt.partition >= 0 && int(pt.partition) < len(topic.Partitions) {
+			// An offline replica (its log dir failed) answers
+			// KAFKA_STORAGE_ERROR, not NOT_LEADER_OR_FOLLOWER.
+			if err != nil && topic != nil && pt.partition >= 0 && int(pt.partition) < len(topic.Partitions) && !errors.Is(err, replica.ErrOffline) {
 				err = replica.ErrNotLeaderOrFollower
 				pi := topic.Partitions[pt.partition]
 				if v >= 12 && pi.Leader >= 0 {

@@ -17,6 +17,8 @@ import (
 // * Every log dir of the broker with the hosted partitions in it (all, or
 //   those asked for): size in bytes, offset lag 0 (a leader has none),
 //   never future (qk does not move replicas between dirs)
+// * An offline log dir (KIP-112): KAFKA_STORAGE_ERROR, no partitions, no
+//   bytes, as Kafka answers it
 // * v4: total and usable bytes of the dir's file system (statfs)
 // * v5: cordoned (KIP-1066): never, qk does not cordon log dirs
 //
@@ -48,6 +50,11 @@ func (h *Handler) handleDescribeLogDirs(c *call) {
 	for _, dir := range h.cfg.LogDirs {
 		d := kmsg.NewDescribeLogDirsResponseDir()
 		d.Dir = dir
+		if h.cfg.LogDirError != nil && h.cfg.LogDirError(dir) != nil {
+			d.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, d)
+			continue
+		}
 		if c.version >= 4 {
 			var st unix.Statfs_t
 			if err := unix.Statfs(dir, &st); err == nil {

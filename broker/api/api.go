@@ -71,8 +71,11 @@ type Config struct {
 	VerifyTxn TxnVerifier
 	// LogDirs are the broker's log directories, for DescribeLogDirs.
 	LogDirs []string
-	Logger  *slog.Logger
-	Clock   func() time.Time
+	// LogDirError returns the error that took a log dir offline, nil
+	// while it is online (nil func: all online).
+	LogDirError func(dir string) error
+	Logger      *slog.Logger
+	Clock       func() time.Time
 	// Control serves the controller's requests (LeaderAndIsr, StopReplica,
 	// UpdateMetadata, ControlledShutdown), which arrive only on
 	// InterBrokerListener.

@@ -82,7 +82,7 @@ func errorCode(err error) int16 {
 	case errors.Is(err, log.ErrTruncated):
 		return kerr.NotLeaderForPartition.Code
 	case errors.Is(err, log.ErrClosed), errors.Is(err, log.ErrFailed), errors.Is(err, log.ErrCorruptLog), errors.Is(err, log.ErrCorruptIndex),
-		errors.Is(err, log.ErrTooFewDescriptors), errors.Is(err, replica.ErrOffline):
+		errors.Is(err, log.ErrTooFewDescriptors), errors.Is(err, replica.ErrOffline), errors.Is(err, log.ErrLogDirOffline):
 		return kerr.KafkaStorageError.Code
 
 	// Partitions hosted here.

@@ -8,13 +8,16 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/qk-project/qk/broker"
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/metadata/embedded"
+	"github.com/qk-project/qk/broker/vfs"
 )
 
 // Option configures StartBroker and StartCluster.
@@ -28,7 +31,17 @@ type options struct {
 	// superUserSet: WithConfig set super.users, which WithAuthorizer
 	// then leaves alone.
 	superUserSet bool
+	logDirs      int
+	logFS        vfs.FS
 }
+
+// WithLogDirs gives each broker n log dirs (log.dirs), Broker.Dirs; the
+// first is Broker.Dir.
+func WithLogDirs(n int) Option { return func(o *options) { o.logDirs = n } }
+
+// WithLogFS makes the brokers' partition logs use fsys (broker.WithLogFS),
+// a vfs.Faulty that injects I/O errors.
+func WithLogFS(fsys vfs.FS) Option { return func(o *options) { o.logFS = fsys } }
 
 // WithConfig sets a broker setting (Kafka's name), as --set does.
 func WithConfig(key, value string) Option {
@@ -72,9 +85,10 @@ func WithAuthorizer() Option {
 // Broker is one running in-process broker.
 type Broker struct {
 	*broker.Server
-	ID   int32  // its broker.id once started: a generated one for broker.id=-1
-	Dir  string // its log dir
-	Addr string // host:port of its PLAINTEXT listener
+	ID   int32    // its broker.id once started: a generated one for broker.id=-1
+	Dir  string   // its (first) log dir
+	Dirs []string // all its log dirs (WithLogDirs), Dir first
+	Addr string   // host:port of its PLAINTEXT listener
 
 	t     testing.TB
 	opts  options
@@ -105,6 +119,7 @@ func StartBroker(t testing.TB, opts ...Option) *Broker {
 		opt(&o)
 	}
 	b := &Broker{ID: 0, Dir: t.TempDir(), t: t, opts: o}
+	b.makeDirs()
 	b.start(0)
 	t.Cleanup(b.Stop)
 	return b
@@ -123,6 +138,7 @@ func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Cleanup(func() { c.Store.Close() })
 	for i := range n {
 		b := &Broker{ID: int32(i), Dir: t.TempDir(), t: t, opts: o, store: c.Store}
+		b.makeDirs()
 		b.start(0)
 		t.Cleanup(b.Stop)
 		c.Brokers = append(c.Brokers, b)
@@ -143,13 +159,21 @@ func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	return c
 }
 
+// makeDirs sets Dirs: Dir, and with WithLogDirs(n) n-1 more under it.
+func (b *Broker) makeDirs() {
+	b.Dirs = []string{b.Dir}
+	for i := 1; i < b.opts.logDirs; i++ {
+		b.Dirs = append(b.Dirs, filepath.Join(b.Dir, "dir"+strconv.Itoa(i)))
+	}
+}
+
 // Config returns the configuration a broker starts with.
 func (b *Broker) config(port int) *config.Broker {
 	b.t.Helper()
 	sets := append([]string{
 		"broker.id=" + strconv.Itoa(int(b.ID)),
 		"listeners=PLAINTEXT://127.0.0.1:" + strconv.Itoa(port),
-		"log.dirs=" + b.Dir,
+		"log.dirs=" + strings.Join(b.Dirs, ","),
 		"num.network.threads=2",
 		"num.io.threads=4",
 		// Many brokers share the machine (several per test, tests in
@@ -179,6 +203,9 @@ func (b *Broker) start(port int) {
 	opts := []broker.Option{broker.WithLogger(lg)}
 	if b.opts.clock != nil {
 		opts = append(opts, broker.WithClock(b.opts.clock))
+	}
+	if b.opts.logFS != nil {
+		opts = append(opts, broker.WithLogFS(b.opts.logFS))
 	}
 	if b.store != nil {
 		sess, err := b.store.NewSession()

@@ -193,6 +193,9 @@ type Broker struct {
 	// the admin HTTP server bound (WithHTTPAdvertisedListener), "" while
 	// it is not bound or when it is disabled.
 	HTTPAdvertisedListener string `config:"qk.http.advertised.listener"`
+	// LogDirUsageWarnPercent is qk.log.dir.usage.warn.percent: a log dir
+	// fuller than this is warned about (0: never).
+	LogDirUsageWarnPercent int `config:"qk.log.dir.usage.warn.percent"`
 
 	static     map[string]value // defaults < file < env < --set; absent: null
 	dynDefault map[string]value // dynamic cluster-wide

@@ -455,6 +455,8 @@ var brokerTable = []Key{
 		Doc: "qk extension: host:port of the admin HTTP server (Prometheus /metrics, partition status for qk top); empty disables it."},
 	{Name: "qk.http.advertised.listener", Type: TypeString, Default: "", Valid: setByBroker, Importance: Low,
 		Doc: "qk extension, read-only: host:port the admin HTTP server of this broker is bound to (qk.http.listener with its port resolved), empty when it is disabled. The broker sets it at start-up; qk top reads it with DescribeConfigs."},
+	{Name: "qk.log.dir.usage.warn.percent", Type: TypeInt, Default: "90", Valid: Between(0, 100), Importance: Medium,
+		Doc: "qk extension: a log directory whose file system is fuller than this (percent of its size, as df counts it) is logged at WARN once, until it drops below again, and flagged by qk_log_dir_usage_warning; qk_log_dir_used_percent exports the figure. Checked every 10 seconds. 0 disables the warning. Kafka has none: a disk that fills takes its log directory offline (KIP-112)."},
 }
 
 // topicTable lists the topic configs. Synonyms are the broker settings

@@ -196,6 +196,14 @@ var (
 		"__transaction_state partitions this broker coordinates whose state is still loading (requests for them get COORDINATOR_LOAD_IN_PROGRESS).")
 	descMarkersInFlight = newDesc(typeGauge, "qk_transaction_coordinator_markers_in_flight",
 		"Transactions whose COMMIT or ABORT markers are queued or being sent to partition leaders (WriteTxnMarkers): a value that stays up means markers that cannot be written.")
+	descOfflineDirs = newDesc(typeGauge, "kafka_log_logmanager_offlinelogdirectorycount",
+		"Log directories offline after an I/O error in them (KIP-112); they come back at the broker's restart.")
+	descDirOffline = newDesc(typeGauge, "kafka_log_logmanager_logdirectoryoffline",
+		"1 if the log directory is offline, 0 if it is online (Kafka's LogDirectoryOffline).", "logDirectory")
+	descDirUsed = newDesc(typeGauge, "qk_log_dir_used_percent",
+		"How full the file system of the online log directory is, in percent as df's Use% (used blocks over used plus available), measured every 10 s.", "dir")
+	descDirWarning = newDesc(typeGauge, "qk_log_dir_usage_warning",
+		"1 while the online log directory is at or above qk.log.dir.usage.warn.percent (also logged at WARN once per crossing), else 0.", "dir")
 	descOverdue = newDesc(typeCounter, "qk_network_requests_overdue_total",
 		"Requests found neither answered nor dropped with their connection request.timeout.ms (plus a fetch's max_wait_ms or a produce's timeout_ms) after they were read, each counted once; each is also logged at WARN. Anything but 0 is a broker bug or a broker too overloaded for its clients.")
 )
@@ -213,7 +221,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBytesIn, descMessagesIn, descBytesOut, descUnderReplicated,
 		descUnderMinISR, descAtMinISR, descPartitions, descLeaders, descOfflineReplicas, descISRShrinks,
 		descISRExpands, descOffline, descActiveController, descLogSize, descPurgatory, descDelayed, descIdle, descQueue, descOverdue,
-		descLSOLag, descOldestTxnAge, descOpenTxns, descHanging, descTxnStates, descTxnPartitions, descTxnLoading, descMarkersInFlight} {
+		descLSOLag, descOldestTxnAge, descOpenTxns, descHanging, descTxnStates, descTxnPartitions, descTxnLoading, descMarkersInFlight,
+		descOfflineDirs, descDirOffline, descDirUsed, descDirWarning} {
 		ch <- d
 	}
 }
@@ -258,6 +267,25 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descTxnPartitions, float64(ts.Partitions))
 		gauge(descTxnLoading, float64(ts.Loading))
 		gauge(descMarkersInFlight, float64(ts.MarkersInFlight))
+	}
+	if st.LogDirs != nil {
+		offline := 0
+		for _, d := range st.LogDirs() {
+			off, warn := 0.0, 0.0
+			if d.Offline {
+				off = 1
+				offline++
+			}
+			gauge(descDirOffline, off, d.Dir)
+			if d.UsageKnown {
+				gauge(descDirUsed, d.UsedPercent, d.Dir)
+				if d.Warning {
+					warn = 1
+				}
+				gauge(descDirWarning, warn, d.Dir)
+			}
+		}
+		gauge(descOfflineDirs, float64(offline))
 	}
 	if cache := st.Cache; cache != nil {
 		offline := 0

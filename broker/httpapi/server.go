@@ -48,6 +48,21 @@ type State struct {
 	Fetches    *purgatory.Purgatory[purgatory.Key]
 	Produces   *purgatory.Purgatory[purgatory.Key]
 	Txn        *txncoord.Coordinator
+	// LogDirs returns the broker's log dirs and their state.
+	LogDirs func() []LogDirStatus
+}
+
+// LogDirStatus is one log dir: offline (KIP-112), or online with how full
+// its file system is.
+type LogDirStatus struct {
+	Dir     string
+	Offline bool
+	// UsedPercent is the file system's Use%, as df prints it, when
+	// UsageKnown (measured every few seconds while the dir is online).
+	UsedPercent float64
+	UsageKnown  bool
+	// Warning: UsedPercent is at or above qk.log.dir.usage.warn.percent.
+	Warning bool
 }
 
 // Server is one broker's admin HTTP server.

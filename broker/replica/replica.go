@@ -87,6 +87,11 @@ type PartitionState struct {
 	// PartitionEpoch is the state node's version (LeaderAndIsr's
 	// zkVersion).
 	PartitionEpoch int32
+	// IsNew is LeaderAndIsr's is_new: the controller made this replica
+	// just now, so its log may be created in any online log dir. A
+	// replica that is not new has no log here only if it is in an
+	// offline dir (or was lost): it is not created afresh then.
+	IsNew bool
 }
 
 // Config wires a Manager.
@@ -267,7 +272,7 @@ func (m *Manager) ApplyLeaderAndISR(states []PartitionState) map[log.TopicPartit
 		wg.Go(func() {
 			for i := range jobs {
 				st := states[i]
-				l, err := m.cfg.Logs.CreateLog(st.Topic, st.Partition, m.LogConfig(st.Config))
+				l, err := m.cfg.Logs.GetOrCreateLog(st.Topic, st.Partition, m.LogConfig(st.Config), st.IsNew)
 				if err == nil {
 					err = m.checkTopicID(l, st.TopicID)
 				}
@@ -393,6 +398,39 @@ func (m *Manager) StopReplica(topic string, partition int32, deleteLog bool) err
 		return m.cfg.Logs.DeleteLog(topic, partition)
 	}
 	return nil
+}
+
+// OfflineLogDir stops serving the partitions whose logs were in a log dir
+// that went offline (the log Manager has closed them): each is offline,
+// ErrOffline with cause, its fetcher removed and its waiting requests
+// answered, until a restart or a LeaderAndIsr that places it anew.
+func (m *Manager) OfflineLogDir(tps []log.TopicPartition, cause error) {
+	var stopped []*Partition
+	m.mu.Lock()
+	for _, tp := range tps {
+		if p, ok := m.partitions[tp]; ok {
+			if p.stats.partitions--; p.stats.partitions == 0 {
+				delete(m.topicStats, tp.Topic)
+			}
+			delete(m.partitions, tp)
+			stopped = append(stopped, p)
+		}
+		m.offline[tp] = cause
+	}
+	m.hasOffline.Store(len(m.offline) > 0)
+	m.mu.Unlock()
+	for _, p := range stopped {
+		if m.cfg.Fetchers != nil {
+			m.cfg.Fetchers.Remove(fetcher.TP{Topic: p.topic, Partition: p.index})
+		}
+		p.mu.Lock()
+		p.leader = -1
+		p.mu.Unlock()
+		if m.cfg.OnHighWatermark != nil {
+			m.cfg.OnHighWatermark(p.topic, p.index)
+		}
+	}
+	m.lg.Warn("partitions offline: their log dir went offline", "partitions", len(tps), "err", cause)
 }
 
 // LogConfig turns a topic's configuration into its log's settings.

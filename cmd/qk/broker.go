@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -181,15 +182,23 @@ func runBroker(ctx context.Context, cfg *config.Broker, lg *slog.Logger) error {
 		return err
 	}
 	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	<-sigCtx.Done()
+	var failure error
+	select {
+	case <-sigCtx.Done():
+		lg.Info("shutting down", "reason", context.Cause(sigCtx))
+	case <-s.Failed():
+		// Every log dir is offline (KIP-112): Kafka's broker halts; qk
+		// shuts down (its leaderships move at once) and exits non-zero.
+		failure = s.Failure()
+		lg.Error("shutting down", "reason", failure)
+	}
 	stop()
-	lg.Info("shutting down", "reason", context.Cause(sigCtx))
 	shutCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := s.Close(shutCtx); err != nil {
-		return fmt.Errorf("broker shutdown: %w", err)
+		return errors.Join(failure, fmt.Errorf("broker shutdown: %w", err))
 	}
-	return nil
+	return failure
 }
 
 // startLocalCluster is `qk broker start --local-cluster n`: it loads the
