@@ -107,7 +107,7 @@ func (c *Controller) send(b *requestBatch) {
 			continue
 		}
 		req := c.leaderAndIsrRequest(lb, b.leaderAndIsr[id])
-		c.ch.Send(id, req, c.onLeaderAndIsrResponse(id))
+		c.ch.Send(id, req, c.onLeaderAndIsrResponse(id, lb.epoch))
 	}
 	for _, id := range slices.Sorted(maps.Keys(b.updateMetadata)) {
 		lb, ok := cc.live[id]
@@ -232,7 +232,7 @@ func (c *Controller) updateMetadataRequest(lb liveBroker, tps map[TP]struct{}) *
 		}
 		ps.Replicas = slices.Clone(cc.replicas(tp))
 		for _, r := range ps.Replicas {
-			if !cc.isLive(r) {
+			if !cc.isReplicaLive(tp, r) { // its broker is down, or its log directory failed
 				ps.OfflineReplicas = append(ps.OfflineReplicas, r)
 			}
 		}
@@ -268,7 +268,12 @@ func (c *Controller) stopReplicaRequest(lb liveBroker, parts map[TP]bool) *kmsg.
 	return req
 }
 
-func (c *Controller) onLeaderAndIsrResponse(id int32) func(kmsg.Response, error) {
+// onLeaderAndIsrResponse reads broker id's answer (its registration of
+// brokerEpoch): partitions refused because its log is ahead are elected
+// again above it, those it cannot serve because their log directory
+// failed (KAFKA_STORAGE_ERROR) go offline (onReplicasOnOfflineDirs). Both
+// on the event loop.
+func (c *Controller) onLeaderAndIsrResponse(id int32, brokerEpoch int64) func(kmsg.Response, error) {
 	gen := c.gen.Load()
 	return func(r kmsg.Response, err error) {
 		if err != nil {
@@ -283,12 +288,17 @@ func (c *Controller) onLeaderAndIsrResponse(id int32) func(kmsg.Response, error)
 		n := 0
 		var first error
 		var ahead []epochAhead
+		var storage []partitionRef
 		check := func(id [16]byte, p kmsg.LeaderAndISRResponseTopicPartition) {
 			if p.ErrorCode == 0 {
 				return
 			}
 			if latest, ok := LogLeaderEpoch(&p.UnknownTags); ok && p.ErrorCode == kerr.FencedLeaderEpoch.Code {
 				ahead = append(ahead, epochAhead{id, p.Topic, p.Partition, latest})
+				return
+			}
+			if p.ErrorCode == kerr.KafkaStorageError.Code {
+				storage = append(storage, partitionRef{id, p.Topic, p.Partition})
 				return
 			}
 			n++
@@ -310,7 +320,18 @@ func (c *Controller) onLeaderAndIsrResponse(id int32) func(kmsg.Response, error)
 		if len(ahead) > 0 {
 			c.enqueueGen(gen, func() { c.raiseLeaderEpochs(id, ahead) })
 		}
+		if len(storage) > 0 {
+			c.enqueueGen(gen, func() { c.onStorageErrors(id, brokerEpoch, storage) })
+		}
 	}
+}
+
+// partitionRef names a partition in an answer: by topic id (v5+) or by
+// name.
+type partitionRef struct {
+	topicID   [16]byte
+	topic     string
+	partition int32
 }
 
 // epochAhead is a leadership refused because the log is ahead.

@@ -44,6 +44,7 @@
 //	/config/brokers/<id>, /config/brokers/<default>
 //	/config/changes/config_change_NNNNNNNNNN      {"version":2,"entity_path":"topics/<t>"}
 //	/admin/delete_topics/<t>                      a deletion asked by Kafka's tools
+//	/log_dir_event_notification/log_dir_event_NNNNNNNNNN  {"version":1,"broker":0,"event":1}
 //	/latest_producer_id_block                     {"version":1,"broker":0,"block_start":"0","block_end":"999"}
 //
 // A topic is created as Kafka's controller creates it: its config and

@@ -57,18 +57,18 @@ func (c *Controller) electLeadersLocked(ctx context.Context, typ int8, tps []TP)
 				out[tp] = kerr.ElectionNotNeeded
 				continue
 			}
-			leader, ok := statemachine.PreferredReplicaLeader(assignment, s.ISR, cc.isOnline)
+			leader, ok := statemachine.PreferredReplicaLeader(assignment, s.ISR, cc.onlineReplicas(tp))
 			if !ok {
 				out[tp] = kerr.PreferredLeaderNotAvailable
 				continue
 			}
 			writes = append(writes, stateWrite{tp: tp, state: s.WithLeader(leader, s.ISR)})
 		case ElectUnclean:
-			if cc.isOnline(s.Leader) {
+			if cc.isReplicaOnline(tp, s.Leader) {
 				out[tp] = kerr.ElectionNotNeeded
 				continue
 			}
-			leader, isr, unclean, ok := statemachine.OfflinePartitionLeader(assignment, s.ISR, cc.isOnline, true)
+			leader, isr, unclean, ok := statemachine.OfflinePartitionLeader(assignment, s.ISR, cc.onlineReplicas(tp), true)
 			if !ok {
 				out[tp] = kerr.EligibleLeadersNotAvailable
 				continue
