@@ -11,8 +11,9 @@
 //     /brokers/ids: dead, new and bounced brokers by the czxid of their
 //     registration, the broker epoch), new topics and added partitions
 //     from any writer (watches on /brokers/topics and each topic node),
-//     deletions asked under /admin/delete_topics, controlled shutdowns and
-//     the topic admin APIs. Each event asks controller/statemachine (the
+//     deletions asked under /admin/delete_topics, log directory failures
+//     announced under /log_dir_event_notification (KIP-112, logdir.go),
+//     controlled shutdowns and the topic admin APIs. Each event asks controller/statemachine (the
 //     partition and replica state machines, the leader elections, the ISR
 //     rules: pure functions) what to do, writes the new partition states
 //     with compare-and-set on the state node's version in Multis that also

@@ -396,10 +396,13 @@ func (c *Controller) onBrokerStartup(ctx context.Context, b *requestBatch, start
 	}
 }
 
-// replicaOnline starts a replica: its broker is told its role.
+// replicaOnline starts a replica: its broker is told its role, and every
+// broker the partition's metadata (as Kafka's addLeaderAndIsrRequestForBrokers
+// adds it), whose OfflineReplicas no longer list a replica that is back.
 func (c *Controller) replicaOnline(b *requestBatch, pr statemachine.PartitionReplica) {
 	if _, ok := c.cc.states[pr.TopicPartition]; ok {
 		b.addLeaderAndIsr([]int32{pr.Replica}, pr.TopicPartition, false)
+		b.addUpdateMetadata(c.cc.liveIDs(), pr.TopicPartition)
 	}
 	c.setReplica(pr, statemachine.OnlineReplica)
 }
