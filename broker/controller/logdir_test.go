@@ -210,3 +210,22 @@ func TestLogDirEventPendingAtFailover(t *testing.T) {
 		return p[1].Leader == metadata.NoLeader && slices.Equal(p[1].OfflineReplicas, []int32{0, 1})
 	})
 }
+
+// A new partition placed on a broker's failed log directory: its first
+// LeaderAndIsr is answered KAFKA_STORAGE_ERROR, and the leadership moves
+// to the other replica at once.
+func TestNewPartitionOnFailedLogDir(t *testing.T) {
+	st := embedded.New()
+	t.Cleanup(func() { st.Close() })
+	a := startNode(t, st, 0)
+	b := startNode(t, st, 1)
+	failDirs(b, TP{Topic: "n", Partition: 0})
+	_, err := a.ctrl.CreateTopic(t.Context(), TopicSpec{Name: "n", Assignment: map[int32][]int32{0: {1, 0}, 1: {1, 0}}}, false)
+	require.NoError(t, err)
+	waitCache(t, a, "n-0 led by broker 0", func(s *Snapshot) bool {
+		p := s.Topics["n"].Partitions
+		return p[0].Leader == 0 && slices.Equal(p[0].ISR, []int32{0}) && slices.Equal(p[0].OfflineReplicas, []int32{1}) &&
+			p[1].Leader == 1 && len(p[1].OfflineReplicas) == 0
+	})
+	require.Equal(t, []TP{{Topic: "n", Partition: 0}}, offlineDirsOf(a, 1))
+}
