@@ -271,8 +271,8 @@ func (c *Controller) stopReplicaRequest(lb liveBroker, parts map[TP]bool) *kmsg.
 // onLeaderAndIsrResponse reads broker id's answer (its registration of
 // brokerEpoch): partitions refused because its log is ahead are elected
 // again above it, those it cannot serve because their log directory
-// failed (KAFKA_STORAGE_ERROR) go offline (onReplicasOnOfflineDirs). Both
-// on the event loop.
+// failed (KAFKA_STORAGE_ERROR) go offline (onStorageErrors). Both on the
+// event loop.
 func (c *Controller) onLeaderAndIsrResponse(id int32, brokerEpoch int64) func(kmsg.Response, error) {
 	gen := c.gen.Load()
 	return func(r kmsg.Response, err error) {

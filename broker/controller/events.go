@@ -397,8 +397,9 @@ func (c *Controller) onBrokerStartup(ctx context.Context, b *requestBatch, start
 }
 
 // replicaOnline starts a replica: its broker is told its role, and every
-// broker the partition's metadata (as Kafka's addLeaderAndIsrRequestForBrokers
-// adds it), whose OfflineReplicas no longer list a replica that is back.
+// broker the partition's metadata (as Kafka's
+// addLeaderAndIsrRequestForBrokers adds it), so that their
+// OfflineReplicas no longer list a replica that is back.
 func (c *Controller) replicaOnline(b *requestBatch, pr statemachine.PartitionReplica) {
 	if _, ok := c.cc.states[pr.TopicPartition]; ok {
 		b.addLeaderAndIsr([]int32{pr.Replica}, pr.TopicPartition, false)
@@ -438,7 +439,8 @@ func (c *Controller) replicasOffline(ctx context.Context, b *requestBatch, prs [
 // to every live broker (UpdateMetadata). A replica on a failed log
 // directory is not told: it cannot serve, and its broker would only
 // answer KAFKA_STORAGE_ERROR again (Kafka's OfflineReplica transition
-// leaves it out the same way).
+// leaves it out of its LeaderAndIsr too; its elections do not, to no
+// effect).
 func (c *Controller) tellReplicas(b *requestBatch, tp TP, isNew bool) {
 	cc := c.cc
 	var live []int32
