@@ -107,7 +107,16 @@ func (c *Controller) send(b *requestBatch) {
 			continue
 		}
 		req := c.leaderAndIsrRequest(lb, b.leaderAndIsr[id])
-		c.ch.Send(id, req, c.onLeaderAndIsrResponse(id, lb.epoch))
+		// probing: it names replicas the broker reported on a failed log
+		// directory, whose answers may say they are served again.
+		probing := false
+		for tp := range b.leaderAndIsr[id] {
+			if cc.offlineDirs.Contains(id, tp) {
+				probing = true
+				break
+			}
+		}
+		c.ch.Send(id, req, c.onLeaderAndIsrResponse(id, lb.epoch, probing))
 	}
 	for _, id := range slices.Sorted(maps.Keys(b.updateMetadata)) {
 		lb, ok := cc.live[id]
@@ -271,9 +280,10 @@ func (c *Controller) stopReplicaRequest(lb liveBroker, parts map[TP]bool) *kmsg.
 // onLeaderAndIsrResponse reads broker id's answer (its registration of
 // brokerEpoch): partitions refused because its log is ahead are elected
 // again above it, those it cannot serve because their log directory
-// failed (KAFKA_STORAGE_ERROR) go offline (onStorageErrors). Both on the
-// event loop.
-func (c *Controller) onLeaderAndIsrResponse(id int32, brokerEpoch int64) func(kmsg.Response, error) {
+// failed (KAFKA_STORAGE_ERROR) go offline, and, when the request was
+// probing replicas known offline, those served are back (onLogDirAnswers).
+// Both on the event loop.
+func (c *Controller) onLeaderAndIsrResponse(id int32, brokerEpoch int64, probing bool) func(kmsg.Response, error) {
 	gen := c.gen.Load()
 	return func(r kmsg.Response, err error) {
 		if err != nil {
@@ -288,9 +298,12 @@ func (c *Controller) onLeaderAndIsrResponse(id int32, brokerEpoch int64) func(km
 		n := 0
 		var first error
 		var ahead []epochAhead
-		var storage []partitionRef
+		var storage, served []partitionRef
 		check := func(id [16]byte, p kmsg.LeaderAndISRResponseTopicPartition) {
 			if p.ErrorCode == 0 {
+				if probing {
+					served = append(served, partitionRef{id, p.Topic, p.Partition})
+				}
 				return
 			}
 			if latest, ok := LogLeaderEpoch(&p.UnknownTags); ok && p.ErrorCode == kerr.FencedLeaderEpoch.Code {
@@ -320,8 +333,8 @@ func (c *Controller) onLeaderAndIsrResponse(id int32, brokerEpoch int64) func(km
 		if len(ahead) > 0 {
 			c.enqueueGen(gen, func() { c.raiseLeaderEpochs(id, ahead) })
 		}
-		if len(storage) > 0 {
-			c.enqueueGen(gen, func() { c.onStorageErrors(id, brokerEpoch, storage) })
+		if len(storage) > 0 || len(served) > 0 {
+			c.enqueueGen(gen, func() { c.onLogDirAnswers(id, brokerEpoch, storage, served) })
 		}
 	}
 }

@@ -30,10 +30,13 @@ import (
 //     broker's metadata lists them as OfflineReplicas.
 //
 // From then on every election and ISR check (cc.onlineReplicas) passes
-// them over, until the broker's registration goes or changes: its
-// directories come back only with a restart, as in Kafka. A controller
-// that takes over does not know them, and learns them again from the
-// answers to the LeaderAndIsr it sends every broker at failover.
+// them over and they are told no roles, until the broker's registration
+// goes or changes: a Kafka broker's directories come back only with a
+// restart. A later notification of the broker sends them LeaderAndIsr
+// again, as Kafka's does; one answered without error is back (qk's
+// broker may open a log it could not before). A controller that takes
+// over does not know them, and learns them again from the answers to the
+// LeaderAndIsr it sends every broker at failover.
 
 // watchLogDirEvents watches the notifications' parent, created first if
 // missing (a store whose brokers are older than the controller).
@@ -108,9 +111,10 @@ func (c *Controller) processLogDirEventNotification() {
 // onBrokerLogDirFailure sends the brokers LeaderAndIsr for every partition
 // they host (Kafka's onBrokerLogDirFailure: their replicas go
 // OnlineReplica, which tells each its role): the answers say which are on
-// a failed directory. Brokers that are not live (or are shutting down) are
-// skipped, and so are replicas already known to be offline and those of
-// topics being deleted.
+// a failed directory. Replicas already known offline are sent their
+// state too, as Kafka's are, but stay OfflineReplica unless the answer
+// says they are served again. Brokers that are not live (or are shutting
+// down) are skipped, and so are the replicas of topics being deleted.
 func (c *Controller) onBrokerLogDirFailure(b *requestBatch, brokers []int32) {
 	cc := c.cc
 	for _, id := range brokers {
@@ -120,21 +124,30 @@ func (c *Controller) onBrokerLogDirFailure(b *requestBatch, brokers []int32) {
 		}
 		n := 0
 		for _, tp := range cc.partitionsOn(id) {
-			if cc.toDelete[tp.Topic] || cc.offlineDirs.Contains(id, tp) {
+			switch {
+			case cc.toDelete[tp.Topic]:
 				continue
+			case cc.offlineDirs.Contains(id, tp):
+				if _, ok := cc.states[tp]; ok {
+					b.addLeaderAndIsr([]int32{id}, tp, false) // a probe: onLogDirAnswers
+				}
+			default:
+				c.replicaOnline(b, statemachine.PartitionReplica{TopicPartition: tp, Replica: id})
 			}
-			c.replicaOnline(b, statemachine.PartitionReplica{TopicPartition: tp, Replica: id})
 			n++
 		}
 		c.lg.Warn("handling log directory failure: asking the broker for its partitions", "broker_id", id, "partitions", n)
 	}
 }
 
-// onStorageErrors takes the partitions broker id answered
-// KAFKA_STORAGE_ERROR for offline (Kafka's handleLeaderAndIsrResponse).
-// An answer from an earlier registration of the broker is dropped: its
-// offline replicas went with it.
-func (c *Controller) onStorageErrors(id int32, brokerEpoch int64, refs []partitionRef) {
+// onLogDirAnswers applies broker id's LeaderAndIsr answers to its offline
+// replicas (Kafka's handleLeaderAndIsrResponse): those answered
+// KAFKA_STORAGE_ERROR for the first time go offline
+// (onReplicasBecomeOffline); known ones answered without error (a
+// probe's) are back: online again, and elected where they are the ISR
+// left. An answer from an earlier registration of the broker is dropped:
+// its offline replicas went with it.
+func (c *Controller) onLogDirAnswers(id int32, brokerEpoch int64, failedRefs, servedRefs []partitionRef) {
 	cc := c.cc
 	if lb, ok := cc.live[id]; !ok || lb.epoch != brokerEpoch {
 		return
@@ -143,30 +156,48 @@ func (c *Controller) onStorageErrors(id int32, brokerEpoch int64, refs []partiti
 	for name, t := range cc.topics {
 		byID[t.id] = name
 	}
-	var failed []TP
-	for _, r := range refs {
-		tp := TP{Topic: r.topic, Partition: r.partition}
-		if r.topicID != ([16]byte{}) {
-			tp.Topic = byID[r.topicID]
+	resolve := func(refs []partitionRef) []TP {
+		var out []TP
+		for _, r := range refs {
+			tp := TP{Topic: r.topic, Partition: r.partition}
+			if r.topicID != ([16]byte{}) {
+				tp.Topic = byID[r.topicID]
+			}
+			if slices.Contains(cc.replicas(tp), id) {
+				out = append(out, tp)
+			}
 		}
-		if slices.Contains(cc.replicas(tp), id) {
-			failed = append(failed, tp)
-		}
+		return out
 	}
-	newly := cc.offlineDirs.Add(id, failed)
-	if len(newly) == 0 {
+	offline, back := cc.offlineDirs.Update(id, resolve(failedRefs), resolve(servedRefs))
+	if len(offline) == 0 && len(back) == 0 {
 		return
-	}
-	c.lg.Warn("replicas on a failed log directory marked offline", "broker_id", id, "count", len(newly),
-		"partitions", fmt.Sprint(newly))
-	prs := make([]statemachine.PartitionReplica, 0, len(newly))
-	for _, tp := range newly {
-		prs = append(prs, statemachine.PartitionReplica{TopicPartition: tp, Replica: id})
 	}
 	ctx, cancel := c.opCtx()
 	defer cancel()
 	b := newBatch()
-	c.onReplicasBecomeOffline(ctx, b, prs)
+	if len(back) > 0 {
+		c.lg.Info("replicas on a failed log directory are served again", "broker_id", id, "count", len(back),
+			"partitions", fmt.Sprint(back))
+		for _, tp := range back {
+			pr := statemachine.PartitionReplica{TopicPartition: tp, Replica: id}
+			if cc.sm.Replica(pr) == statemachine.OfflineReplica {
+				c.setReplica(pr, statemachine.OnlineReplica)
+			}
+			b.addUpdateMetadata(cc.liveIDs(), tp)
+		}
+	}
+	if len(offline) > 0 {
+		c.lg.Warn("replicas on a failed log directory marked offline", "broker_id", id, "count", len(offline),
+			"partitions", fmt.Sprint(offline))
+		prs := make([]statemachine.PartitionReplica, 0, len(offline))
+		for _, tp := range offline {
+			prs = append(prs, statemachine.PartitionReplica{TopicPartition: tp, Replica: id})
+		}
+		c.onReplicasBecomeOffline(ctx, b, prs)
+	} else {
+		c.triggerOnlinePartitionStateChange(ctx, b)
+	}
 	c.send(b)
 }
 

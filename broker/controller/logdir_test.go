@@ -118,6 +118,28 @@ func TestLogDirFailure(t *testing.T) {
 		NewISR: []int32{0, 1}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, results[0].Err, kerr.IneligibleReplica)
+	// Another notification: the broker's partitions are asked again, the
+	// offline ones too. One it now serves (qk's broker opens a log it
+	// could not before) is back, and leads again; the others stay offline.
+	b.mu.Lock()
+	delete(b.storageErrors, solo)
+	b.mu.Unlock()
+	_, err = metadata.CreateLogDirEvent(ctx, b.sess, 1)
+	require.NoError(t, err)
+	waitCache(t, a, "solo-0 served again", func(s *Snapshot) bool {
+		q := s.Topics["solo"].Partitions
+		return q[0].Leader == 1 && len(q[0].OfflineReplicas) == 0
+	})
+	require.Equal(t, []TP{t0, t1}, offlineDirsOf(c, 1))
+	require.Empty(t, logDirEvents(t, c.sess))
+	failDirs(b, solo)
+	_, err = metadata.CreateLogDirEvent(ctx, b.sess, 1)
+	require.NoError(t, err)
+	waitCache(t, a, "solo-0 offline again", func(s *Snapshot) bool {
+		return s.Topics["solo"].Partitions[0].Leader == metadata.NoLeader
+	})
+	require.Equal(t, []TP{solo, t0, t1}, offlineDirsOf(c, 1))
+
 	// The other replica's broker dies: even with unclean elections
 	// allowed, the offline replica is not elected.
 	a.stop()

@@ -20,13 +20,22 @@ type OfflineDirs map[int32]map[TopicPartition]bool
 // directory.
 func (o OfflineDirs) Contains(broker int32, tp TopicPartition) bool { return o[broker][tp] }
 
-// Add records that broker cannot serve the partitions failed (its
-// KAFKA_STORAGE_ERROR answers) and returns those that were not known yet,
-// sorted (Kafka's handleLeaderAndIsrResponse: only newly offline replicas
-// go through onReplicasBecomeOffline, so a broker answering the same
-// error again changes nothing).
-func (o OfflineDirs) Add(broker int32, failed []TopicPartition) []TopicPartition {
-	var added []TopicPartition
+// Update applies one LeaderAndIsr answer of broker (Kafka's
+// handleLeaderAndIsrResponse: the set becomes previous - served +
+// failed): failed are the partitions answered KAFKA_STORAGE_ERROR,
+// served those answered without error. It returns the replicas newly
+// offline and those back, each sorted: only newly offline replicas go
+// through onReplicasBecomeOffline, so a broker answering the same error
+// again changes nothing; a replica back is one whose broker serves its
+// log again (a Kafka broker does not before a restart; qk's may, once
+// it opens the log on a later LeaderAndIsr).
+func (o OfflineDirs) Update(broker int32, failed, served []TopicPartition) (offline, back []TopicPartition) {
+	for _, tp := range served {
+		if o[broker][tp] && !slices.Contains(failed, tp) {
+			delete(o[broker], tp)
+			back = append(back, tp)
+		}
+	}
 	for _, tp := range failed {
 		if o[broker][tp] {
 			continue
@@ -35,10 +44,14 @@ func (o OfflineDirs) Add(broker int32, failed []TopicPartition) []TopicPartition
 			o[broker] = map[TopicPartition]bool{}
 		}
 		o[broker][tp] = true
-		added = append(added, tp)
+		offline = append(offline, tp)
 	}
-	slices.SortFunc(added, Compare)
-	return slices.CompactFunc(added, func(a, b TopicPartition) bool { return a == b })
+	if len(o[broker]) == 0 {
+		delete(o, broker)
+	}
+	slices.SortFunc(offline, Compare)
+	slices.SortFunc(back, Compare)
+	return offline, back
 }
 
 // Forget drops broker's set: it died or registered again (a restart,

@@ -5,30 +5,34 @@ import (
 	"testing"
 )
 
-func TestOfflineDirsAdd(t *testing.T) {
+func TestOfflineDirsUpdate(t *testing.T) {
 	a, b, c := TopicPartition{"a", 0}, TopicPartition{"a", 1}, TopicPartition{"b", 0}
 	o := OfflineDirs{}
 	for _, step := range []struct {
-		name   string
-		broker int32
-		failed []TopicPartition
-		want   []TopicPartition
+		name           string
+		broker         int32
+		failed, served []TopicPartition
+		offline, back  []TopicPartition
 	}{
-		{"first errors are new, sorted", 1, []TopicPartition{c, a}, []TopicPartition{a, c}},
-		{"the same errors again are not new", 1, []TopicPartition{a, c}, nil},
-		{"one more", 1, []TopicPartition{a, b}, []TopicPartition{b}},
-		{"duplicates in one answer count once", 2, []TopicPartition{a, a}, []TopicPartition{a}},
-		{"nothing", 2, nil, nil},
+		{"first errors are new, sorted", 1, []TopicPartition{c, a}, nil, []TopicPartition{a, c}, nil},
+		{"the same errors again are not new", 1, []TopicPartition{a, c}, []TopicPartition{b}, nil, nil},
+		{"one more", 1, []TopicPartition{a, b}, nil, []TopicPartition{b}, nil},
+		{"duplicates in one answer count once", 2, []TopicPartition{a, a}, nil, []TopicPartition{a}, nil},
+		{"served again: back", 1, nil, []TopicPartition{c, a, c}, nil, []TopicPartition{a, c}},
+		{"failed wins over served", 1, []TopicPartition{b}, []TopicPartition{b}, nil, nil},
+		{"nothing", 2, nil, nil, nil, nil},
 	} {
-		if got := o.Add(step.broker, step.failed); !slices.Equal(got, step.want) {
-			t.Errorf("%s: Add = %v, want %v", step.name, got, step.want)
+		offline, back := o.Update(step.broker, step.failed, step.served)
+		if !slices.Equal(offline, step.offline) || !slices.Equal(back, step.back) {
+			t.Errorf("%s: Update = %v, %v, want %v, %v", step.name, offline, back, step.offline, step.back)
 		}
 	}
-	if !o.Contains(1, b) || !o.Contains(2, a) || o.Contains(2, b) || o.Contains(3, a) {
+	if !o.Contains(1, b) || o.Contains(1, a) || !o.Contains(2, a) || o.Contains(2, b) || o.Contains(3, a) {
 		t.Fatalf("Contains wrong: %v", o)
 	}
+	o.Update(1, []TopicPartition{c}, nil)
 	o.ForgetTopic("a")
-	if o.Contains(1, a) || o.Contains(2, a) || !o.Contains(1, c) {
+	if o.Contains(1, b) || o.Contains(2, a) || !o.Contains(1, c) {
 		t.Fatalf("ForgetTopic: %v", o)
 	}
 	if _, ok := o[2]; ok {
@@ -38,8 +42,11 @@ func TestOfflineDirsAdd(t *testing.T) {
 	if len(o) != 0 {
 		t.Fatalf("Forget: %v", o)
 	}
-	if got := o.Add(1, []TopicPartition{c}); !slices.Equal(got, []TopicPartition{c}) {
-		t.Fatalf("after Forget an error is new again: %v", got)
+	if offline, _ := o.Update(1, []TopicPartition{c}, nil); !slices.Equal(offline, []TopicPartition{c}) {
+		t.Fatalf("after Forget an error is new again: %v", offline)
+	}
+	if _, back := o.Update(1, nil, []TopicPartition{c}); !slices.Equal(back, []TopicPartition{c}) || len(o) != 0 {
+		t.Fatalf("the last replica back drops the broker's set: %v %v", back, o)
 	}
 }
 
