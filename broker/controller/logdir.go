@@ -39,7 +39,9 @@ import (
 // LeaderAndIsr it sends every broker at failover.
 
 // watchLogDirEvents watches the notifications' parent, created first if
-// missing (a store whose brokers are older than the controller).
+// missing: brokers create it at start-up (metadata.EnsureKafkaPaths), but
+// a store set up by other tools may lack it, and a watch on children
+// needs the node.
 func (c *Controller) watchLogDirEvents(ctx context.Context) error {
 	if err := metadata.EnsurePath(ctx, c.store, metadata.LogDirEventNotificationPath); err != nil {
 		return err
