@@ -31,13 +31,13 @@ type ISRResult struct {
 // processAlterPartition): each is checked against the controller's state
 // (the broker leads at that leader epoch, the partition epoch is the
 // current one, the new ISR holds the leader, only assigned replicas, and
-// no broker that is down or shutting down joins), written with
-// compare-and-set, and told to every broker's metadata. The leader learns
-// its new ISR and partition epoch from the answer. Kafka chose this over
-// leaders writing ZooKeeper themselves (/isr_change_notification) so that
-// the controller stays the only writer of partition states, each write
-// fenced by its epoch, and the leader knows at once whether its change
-// took.
+// no broker that is down or shutting down, nor a replica on a failed log
+// directory, joins), written with compare-and-set, and told to every
+// broker's metadata. The leader learns its new ISR and partition epoch
+// from the answer. Kafka chose this over leaders writing ZooKeeper
+// themselves (/isr_change_notification) so that the controller stays the
+// only writer of partition states, each write fenced by its epoch, and
+// the leader knows at once whether its change took.
 func (c *Controller) AlterPartition(ctx context.Context, brokerID int32, brokerEpoch int64, changes []ISRChange) ([]ISRResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -136,9 +136,10 @@ func (c *Controller) checkNewISR(tp TP, s statemachine.LeaderAndIsr, isr []int32
 			return kerr.InvalidRequest
 		}
 		seen[r] = true
-		// A replica joining must be up and not leaving (Kafka's
-		// INELIGIBLE_REPLICA, KIP-841).
-		if !slices.Contains(s.ISR, r) && !cc.isOnline(r) {
+		// A replica joining must be up, not leaving and not on a failed
+		// log directory (Kafka's isReplicaOnline; INELIGIBLE_REPLICA,
+		// KIP-841).
+		if !slices.Contains(s.ISR, r) && !cc.isReplicaOnline(tp, r) {
 			return kerr.IneligibleReplica
 		}
 	}

@@ -107,7 +107,16 @@ func (c *Controller) send(b *requestBatch) {
 			continue
 		}
 		req := c.leaderAndIsrRequest(lb, b.leaderAndIsr[id])
-		c.ch.Send(id, req, c.onLeaderAndIsrResponse(id))
+		// probing: it names replicas the broker reported on a failed log
+		// directory, whose answers may say they are served again.
+		probing := false
+		for tp := range b.leaderAndIsr[id] {
+			if cc.offlineDirs.Contains(id, tp) {
+				probing = true
+				break
+			}
+		}
+		c.ch.Send(id, req, c.onLeaderAndIsrResponse(id, lb.epoch, probing))
 	}
 	for _, id := range slices.Sorted(maps.Keys(b.updateMetadata)) {
 		lb, ok := cc.live[id]
@@ -232,7 +241,7 @@ func (c *Controller) updateMetadataRequest(lb liveBroker, tps map[TP]struct{}) *
 		}
 		ps.Replicas = slices.Clone(cc.replicas(tp))
 		for _, r := range ps.Replicas {
-			if !cc.isLive(r) {
+			if !cc.isReplicaLive(tp, r) { // its broker is down, or its log directory failed
 				ps.OfflineReplicas = append(ps.OfflineReplicas, r)
 			}
 		}
@@ -268,7 +277,13 @@ func (c *Controller) stopReplicaRequest(lb liveBroker, parts map[TP]bool) *kmsg.
 	return req
 }
 
-func (c *Controller) onLeaderAndIsrResponse(id int32) func(kmsg.Response, error) {
+// onLeaderAndIsrResponse reads broker id's answer (its registration of
+// brokerEpoch): partitions refused because its log is ahead are elected
+// again above it, those it cannot serve because their log directory
+// failed (KAFKA_STORAGE_ERROR) go offline, and, when the request was
+// probing replicas known offline, those served are back (onLogDirAnswers).
+// Both on the event loop.
+func (c *Controller) onLeaderAndIsrResponse(id int32, brokerEpoch int64, probing bool) func(kmsg.Response, error) {
 	gen := c.gen.Load()
 	return func(r kmsg.Response, err error) {
 		if err != nil {
@@ -283,12 +298,20 @@ func (c *Controller) onLeaderAndIsrResponse(id int32) func(kmsg.Response, error)
 		n := 0
 		var first error
 		var ahead []epochAhead
+		var storage, served []partitionRef
 		check := func(id [16]byte, p kmsg.LeaderAndISRResponseTopicPartition) {
 			if p.ErrorCode == 0 {
+				if probing {
+					served = append(served, partitionRef{id, p.Topic, p.Partition})
+				}
 				return
 			}
 			if latest, ok := LogLeaderEpoch(&p.UnknownTags); ok && p.ErrorCode == kerr.FencedLeaderEpoch.Code {
 				ahead = append(ahead, epochAhead{id, p.Topic, p.Partition, latest})
+				return
+			}
+			if p.ErrorCode == kerr.KafkaStorageError.Code {
+				storage = append(storage, partitionRef{id, p.Topic, p.Partition})
 				return
 			}
 			n++
@@ -310,7 +333,18 @@ func (c *Controller) onLeaderAndIsrResponse(id int32) func(kmsg.Response, error)
 		if len(ahead) > 0 {
 			c.enqueueGen(gen, func() { c.raiseLeaderEpochs(id, ahead) })
 		}
+		if len(storage) > 0 || len(served) > 0 {
+			c.enqueueGen(gen, func() { c.onLogDirAnswers(id, brokerEpoch, storage, served) })
+		}
 	}
+}
+
+// partitionRef names a partition in an answer: by topic id (v5+) or by
+// name.
+type partitionRef struct {
+	topicID   [16]byte
+	topic     string
+	partition int32
 }
 
 // epochAhead is a leadership refused because the log is ahead.

@@ -45,7 +45,8 @@ type PartitionInfo struct {
 	// PartitionEpoch is the data version of the state node (Kafka's
 	// zkVersion, partition epoch in KIP-380 terms).
 	PartitionEpoch int32
-	// OfflineReplicas are the replicas whose broker is down.
+	// OfflineReplicas are the replicas whose broker is down or whose log
+	// directory failed there (KIP-112).
 	OfflineReplicas []int32
 }
 

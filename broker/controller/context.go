@@ -54,19 +54,47 @@ type controllerContext struct {
 	// failover: a leader registered after it (a larger czxid) restarted
 	// since, unseen by any controller.
 	stateMzxid map[TP]int64
+	// offlineDirs are the replicas that live brokers reported on a
+	// failed log directory (KIP-112): offline although their broker is
+	// up. Not read at failover: the new controller's LeaderAndIsr to
+	// every broker brings them back as KAFKA_STORAGE_ERROR answers.
+	offlineDirs statemachine.OfflineDirs
 }
 
 func newContext() *controllerContext {
 	return &controllerContext{live: map[int32]liveBroker{}, shuttingDown: map[int32]bool{}, topics: map[string]*topicInfo{},
 		states: map[TP]statemachine.LeaderAndIsr{}, sm: statemachine.NewMachine(), toDelete: map[string]bool{},
-		stateMzxid: map[TP]int64{}}
+		stateMzxid: map[TP]int64{}, offlineDirs: statemachine.OfflineDirs{}}
 }
 
 func (cc *controllerContext) isLive(id int32) bool { _, ok := cc.live[id]; return ok }
 
-// isOnline: live and not shutting down (Kafka's isReplicaOnline): such a
+// isOnline: live and not shutting down (the broker half of Kafka's
+// isReplicaOnline; onlineReplicas adds the log directories): such a
 // broker cannot win an election and is not told new roles.
 func (cc *controllerContext) isOnline(id int32) bool { return cc.isLive(id) && !cc.shuttingDown[id] }
+
+// onlineReplicas says which replicas of tp may be elected leader or join
+// its ISR (Kafka's isReplicaOnline): on a live broker that is not
+// shutting down, and not on a log directory that failed there. Every
+// election and ISR check asks it, so that a replica on an offline
+// directory is never chosen.
+func (cc *controllerContext) onlineReplicas(tp TP) statemachine.Live {
+	return statemachine.ReplicaOnline(cc.isOnline, cc.offlineDirs, tp)
+}
+
+// isReplicaOnline is onlineReplicas(tp)(id).
+func (cc *controllerContext) isReplicaOnline(tp TP, id int32) bool { return cc.onlineReplicas(tp)(id) }
+
+// liveReplicas is onlineReplicas with the brokers shutting down (Kafka's
+// isReplicaOnline with includeShuttingDownBrokers): a replica that can
+// still serve, for the checks that keep a leader rather than choose one.
+func (cc *controllerContext) liveReplicas(tp TP) statemachine.Live {
+	return statemachine.ReplicaOnline(cc.isLive, cc.offlineDirs, tp)
+}
+
+// isReplicaLive is liveReplicas(tp)(id).
+func (cc *controllerContext) isReplicaLive(tp TP, id int32) bool { return cc.liveReplicas(tp)(id) }
 
 // liveIDs are the live brokers, ascending.
 func (cc *controllerContext) liveIDs() []int32 {

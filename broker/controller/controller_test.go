@@ -41,6 +41,10 @@ type node struct {
 	// logs by topic: a leadership at or below is refused, as a broker
 	// whose log is ahead of the metadata refuses it.
 	logEpochs map[string]int32
+	// storageErrors are the partitions whose log is on a failed log
+	// directory of this node: LeaderAndIsr for them is answered
+	// KAFKA_STORAGE_ERROR, as a broker answers for an offline log.
+	storageErrors map[TP]bool
 }
 
 // handle serves a control request as a broker would, minus the logs.
@@ -63,6 +67,9 @@ func (n *node) handle(ctx context.Context, req kmsg.Request) (kmsg.Response, err
 				if latest, ok := n.logEpochs[ts.Topic]; ok && p.Leader == n.id && p.LeaderEpoch <= latest {
 					rp.ErrorCode = kerr.FencedLeaderEpoch.Code
 					SetLogLeaderEpoch(&rp.UnknownTags, latest)
+				}
+				if n.storageErrors[TP{Topic: ts.Topic, Partition: p.Partition}] {
+					rp.ErrorCode = kerr.KafkaStorageError.Code
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}

@@ -11,8 +11,9 @@
 //     /brokers/ids: dead, new and bounced brokers by the czxid of their
 //     registration, the broker epoch), new topics and added partitions
 //     from any writer (watches on /brokers/topics and each topic node),
-//     deletions asked under /admin/delete_topics, controlled shutdowns and
-//     the topic admin APIs. Each event asks controller/statemachine (the
+//     deletions asked under /admin/delete_topics, log directory failures
+//     announced under /log_dir_event_notification (KIP-112, logdir.go),
+//     controlled shutdowns and the topic admin APIs. Each event asks controller/statemachine (the
 //     partition and replica state machines, the leader elections, the ISR
 //     rules: pure functions) what to do, writes the new partition states
 //     with compare-and-set on the state node's version in Multis that also
@@ -44,6 +45,7 @@
 //	/config/brokers/<id>, /config/brokers/<default>
 //	/config/changes/config_change_NNNNNNNNNN      {"version":2,"entity_path":"topics/<t>"}
 //	/admin/delete_topics/<t>                      a deletion asked by Kafka's tools
+//	/log_dir_event_notification/log_dir_event_NNNNNNNNNN  {"version":1,"broker":0,"event":1}
 //	/latest_producer_id_block                     {"version":1,"broker":0,"block_start":"0","block_end":"999"}
 //
 // A topic is created as Kafka's controller creates it: its config and

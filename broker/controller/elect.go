@@ -20,9 +20,10 @@ const (
 
 // ElectLeaders elects leaders as the ElectLeaders API asks (Kafka's
 // onReplicaElection): preferred, the first assigned replica where it is
-// live, in the ISR and not leading already; unclean, any live replica
-// for a partition without a live leader. tps nil means every partition.
-// Each partition gets nil (elected) or Kafka's error for it:
+// online (cc.onlineReplicas: live, not shutting down, its log directory
+// not failed), in the ISR and not leading already; unclean, any online
+// replica for a partition without an online leader. tps nil means every
+// partition. Each partition gets nil (elected) or Kafka's error for it:
 // ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
 // ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION.
 func (c *Controller) ElectLeaders(ctx context.Context, typ int8, tps []TP) (map[TP]error, error) {
@@ -57,18 +58,18 @@ func (c *Controller) electLeadersLocked(ctx context.Context, typ int8, tps []TP)
 				out[tp] = kerr.ElectionNotNeeded
 				continue
 			}
-			leader, ok := statemachine.PreferredReplicaLeader(assignment, s.ISR, cc.isOnline)
+			leader, ok := statemachine.PreferredReplicaLeader(assignment, s.ISR, cc.onlineReplicas(tp))
 			if !ok {
 				out[tp] = kerr.PreferredLeaderNotAvailable
 				continue
 			}
 			writes = append(writes, stateWrite{tp: tp, state: s.WithLeader(leader, s.ISR)})
 		case ElectUnclean:
-			if cc.isOnline(s.Leader) {
+			if cc.isReplicaOnline(tp, s.Leader) {
 				out[tp] = kerr.ElectionNotNeeded
 				continue
 			}
-			leader, isr, unclean, ok := statemachine.OfflinePartitionLeader(assignment, s.ISR, cc.isOnline, true)
+			leader, isr, unclean, ok := statemachine.OfflinePartitionLeader(assignment, s.ISR, cc.onlineReplicas(tp), true)
 			if !ok {
 				out[tp] = kerr.EligibleLeadersNotAvailable
 				continue
@@ -146,7 +147,9 @@ func (c *Controller) autoRebalance(pct int) {
 		}
 		if len(imbalanced)*100 > pct*len(preferring[id]) {
 			for _, tp := range imbalanced {
-				if s := cc.states[tp]; slices.Contains(s.ISR, id) {
+				// A sole replica on a failed log directory stays in its
+				// ISR but cannot lead: not asked for every interval.
+				if s := cc.states[tp]; slices.Contains(s.ISR, id) && cc.isReplicaOnline(tp, id) {
 					elect = append(elect, tp)
 				}
 			}

@@ -123,6 +123,9 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := c.watchLogDirEvents(ctx); err != nil {
+		return err
+	}
 	start := c.now()
 	cc, err := loadContext(ctx, c.store)
 	if cc == nil {
@@ -176,6 +179,9 @@ func (c *Controller) onControllerFailover(ctx context.Context) error {
 	if len(cc.toDelete) > 0 {
 		c.enqueue(c.processTopicDeletion)
 	}
+	// Notifications written while no controller ran (the watch fires only
+	// for later ones).
+	c.enqueue(c.processLogDirEventNotification)
 	return nil
 }
 
@@ -303,6 +309,7 @@ func (c *Controller) processBrokerChange() {
 	for _, id := range dead {
 		delete(cc.live, id)
 		delete(cc.shuttingDown, id)
+		cc.offlineDirs.Forget(id) // its directories are what it finds when it starts again
 		c.ch.RemoveBroker(id)
 		c.applied.forget(id)
 	}
@@ -310,6 +317,7 @@ func (c *Controller) processBrokerChange() {
 		c.onBrokerFailure(ctx, b, dead)
 	}
 	for _, id := range started {
+		cc.offlineDirs.Forget(id)
 		cc.live[id] = now[id]
 		c.addBroker(now[id])
 	}
@@ -388,10 +396,14 @@ func (c *Controller) onBrokerStartup(ctx context.Context, b *requestBatch, start
 	}
 }
 
-// replicaOnline starts a replica: its broker is told its role.
+// replicaOnline starts a replica: its broker is told its role, and every
+// broker the partition's metadata (as Kafka's
+// addLeaderAndIsrRequestForBrokers adds it), so that their
+// OfflineReplicas no longer list a replica that is back.
 func (c *Controller) replicaOnline(b *requestBatch, pr statemachine.PartitionReplica) {
 	if _, ok := c.cc.states[pr.TopicPartition]; ok {
 		b.addLeaderAndIsr([]int32{pr.Replica}, pr.TopicPartition, false)
+		b.addUpdateMetadata(c.cc.liveIDs(), pr.TopicPartition)
 	}
 	c.setReplica(pr, statemachine.OnlineReplica)
 }
@@ -423,13 +435,17 @@ func (c *Controller) replicasOffline(ctx context.Context, b *requestBatch, prs [
 	}
 }
 
-// tellReplicas sends tp's state to its live replicas (LeaderAndIsr) and
-// to every live broker (UpdateMetadata).
+// tellReplicas sends tp's state to its online replicas (LeaderAndIsr) and
+// to every live broker (UpdateMetadata). A replica on a failed log
+// directory is not told: it cannot serve, and its broker would only
+// answer KAFKA_STORAGE_ERROR again (Kafka's OfflineReplica transition
+// leaves it out of its LeaderAndIsr too; its elections do not, to no
+// effect).
 func (c *Controller) tellReplicas(b *requestBatch, tp TP, isNew bool) {
 	cc := c.cc
 	var live []int32
 	for _, r := range cc.replicas(tp) {
-		if cc.isOnline(r) {
+		if cc.isReplicaOnline(tp, r) {
 			live = append(live, r)
 		}
 	}
@@ -473,7 +489,7 @@ func (c *Controller) electLeaders(ctx context.Context, b *requestBatch, tps []TP
 		assignment := cc.replicas(tp)
 		s, has := cc.states[tp]
 		if !has {
-			first, ok := statemachine.InitialLeaderAndIsr(assignment, cc.isLive)
+			first, ok := statemachine.InitialLeaderAndIsr(assignment, cc.liveReplicas(tp))
 			if !ok {
 				noLeader = append(noLeader, tp)
 				continue
@@ -481,7 +497,7 @@ func (c *Controller) electLeaders(ctx context.Context, b *requestBatch, tps []TP
 			writes = append(writes, stateWrite{tp: tp, state: first, create: true})
 			continue
 		}
-		if cc.isLive(s.Leader) {
+		if cc.isReplicaLive(tp, s.Leader) {
 			// It has a live leader (a new partition whose state node was
 			// written before a failover): nothing to elect.
 			writes = append(writes, stateWrite{tp: tp, state: s, unchanged: true})
@@ -492,7 +508,7 @@ func (c *Controller) electLeaders(ctx context.Context, b *requestBatch, tps []TP
 			allow = c.uncleanAllowed(ctx, tp.Topic)
 			unclean[tp.Topic] = allow
 		}
-		leader, isr, wasUnclean, ok := statemachine.OfflinePartitionLeader(assignment, s.ISR, cc.isOnline, allow)
+		leader, isr, wasUnclean, ok := statemachine.OfflinePartitionLeader(assignment, s.ISR, cc.onlineReplicas(tp), allow)
 		if !ok {
 			noLeader = append(noLeader, tp)
 			continue

@@ -210,8 +210,8 @@ func (c *Controller) completeReassignment(ctx context.Context, b *requestBatch, 
 	// The leader first: a leader that is leaving or down hands over to a
 	// target replica in the ISR; without one the reassignment waits.
 	var leaderWrite *stateWrite
-	if !slices.Contains(target, s.Leader) || !cc.isOnline(s.Leader) {
-		leader, ok := statemachine.ReassignPartitionLeader(target, s.ISR, cc.isOnline)
+	if !slices.Contains(target, s.Leader) || !cc.isReplicaOnline(tp, s.Leader) {
+		leader, ok := statemachine.ReassignPartitionLeader(target, s.ISR, cc.onlineReplicas(tp))
 		if !ok {
 			c.lg.Warn("reassignment cannot complete yet: no target replica is live and in the ISR",
 				"topic", tp.Topic, "partition", tp.Partition, "target", fmt.Sprint(target), "isr", fmt.Sprint(s.ISR))

@@ -90,6 +90,7 @@ func (c *Controller) forgetTopic(name string) []TP {
 		delete(cc.states, tp)
 	}
 	cc.sm.Forget(name)
+	cc.offlineDirs.ForgetTopic(name)
 	c.deleted.Broadcast()
 	return tps
 }
@@ -369,7 +370,7 @@ func (c *Controller) ControlledShutdown(ctx context.Context, id int32, brokerEpo
 			continue
 		}
 		if s.Leader == id {
-			leader, isr, ok := statemachine.ControlledShutdownLeader(cc.replicas(tp), s.ISR, cc.isLive,
+			leader, isr, ok := statemachine.ControlledShutdownLeader(cc.replicas(tp), s.ISR, cc.liveReplicas(tp),
 				func(b int32) bool { return cc.shuttingDown[b] })
 			if ok {
 				writes = append(writes, stateWrite{tp: tp, state: s.WithLeader(leader, isr)})
