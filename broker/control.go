@@ -199,7 +199,7 @@ func controlErrorCode(err error) int16 {
 		return kerr.FencedLeaderEpoch.Code
 	case errors.Is(err, replica.ErrInconsistentTopicID):
 		return kerr.InconsistentTopicID.Code
-	case errors.Is(err, replica.ErrOffline):
+	case errors.Is(err, replica.ErrOffline), errors.Is(err, log.ErrLogDirOffline), errors.Is(err, log.ErrFailed):
 		return kerr.KafkaStorageError.Code
 	}
 	return kerr.UnknownServerError.Code

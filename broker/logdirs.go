@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -35,19 +34,8 @@ import (
 // does. A second loop watches how full each directory is: a warning
 // before the disk fills (qk.log.dir.usage.warn.percent).
 
-// logDirEventFailure is the event code of a log dir failure in Kafka's
-// log dir event notification.
-const logDirEventFailure = 1
-
 // dirUsageInterval is how often the usage of the log dirs is measured.
 const dirUsageInterval = 10 * time.Second
-
-// logDirEvent is the JSON of /log_dir_event_notification/log_dir_event_N.
-type logDirEvent struct {
-	Version int   `json:"version"`
-	Broker  int32 `json:"broker"`
-	Event   int   `json:"event"`
-}
 
 // dirWatcher holds the log dir failures to handle and the usage figures.
 type dirWatcher struct {
@@ -162,11 +150,9 @@ func (w *dirWatcher) handle(f log.LogDirFailure) {
 // be away) until it is written or the broker stops.
 func (w *dirWatcher) notifyController(dir string) {
 	s := w.s
-	data, _ := json.Marshal(logDirEvent{Version: 1, Broker: s.static.BrokerID, Event: logDirEventFailure})
-	prefix := path.Join(metadata.LogDirEventNotificationPath, "log_dir_event_")
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		node, err := metadata.CreateAll(ctx, s.store, prefix, data, metadata.Sequential)
+		node, err := metadata.CreateLogDirEvent(ctx, s.store, s.static.BrokerID)
 		cancel()
 		if err == nil {
 			s.lg.Info("log dir failure notified to the controller", "dir", dir, "node", node)

@@ -921,7 +921,12 @@ func (s *Server) reportUnhosted(errs map[log.TopicPartition]error) {
 		delete(s.hosted, tp)
 		err := errs[tp]
 		if i < each {
-			s.lg.Error("partition not hosted", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+			level := slog.LevelError
+			if errors.Is(err, log.ErrLogDirOffline) {
+				// Its dir's failure was the ERROR line; this one follows.
+				level = slog.LevelWarn
+			}
+			s.lg.Log(context.Background(), level, "partition not hosted", "topic", tp.Topic, "partition", tp.Partition, "err", err)
 		}
 		causes[rootCause(err)]++
 	}

@@ -216,7 +216,11 @@ func metadataTopic(snap *controller.Snapshot, t *controller.Topic, includeOps bo
 			mp.ISR = noReplicas
 		}
 		for i, r := range p.Replicas {
-			if _, live := snap.Brokers[r]; !live || (r == self && offline != nil && offline(t.Name, p.Partition)) {
+			// Offline: its broker is down, its log dir failed (the
+			// controller's UpdateMetadata says so, KIP-112), or it is this
+			// broker's own replica that could not be hosted.
+			if _, live := snap.Brokers[r]; !live || slices.Contains(p.OfflineReplicas, r) ||
+				(r == self && offline != nil && offline(t.Name, p.Partition)) {
 				if len(mp.OfflineReplicas) == 0 {
 					mp.OfflineReplicas = make([]int32, 0, len(p.Replicas)-i)
 				}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,11 +158,13 @@ func StartCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	return c
 }
 
-// makeDirs sets Dirs: Dir, and with WithLogDirs(n) n-1 more under it.
+// makeDirs sets Dirs: Dir, and with WithLogDirs(n) n-1 more temporary
+// dirs beside it (not inside: a fault injected by path prefix then hits
+// one dir only).
 func (b *Broker) makeDirs() {
 	b.Dirs = []string{b.Dir}
 	for i := 1; i < b.opts.logDirs; i++ {
-		b.Dirs = append(b.Dirs, filepath.Join(b.Dir, "dir"+strconv.Itoa(i)))
+		b.Dirs = append(b.Dirs, b.t.TempDir())
 	}
 }
 
