@@ -101,6 +101,9 @@ type brokerRound struct {
 	parts    *endpointPartitions
 	counters counters
 	sizes    map[tp]int64 // from DescribeLogDirs, for a broker without the endpoint
+	// offlineDirs are its log dirs that DescribeLogDirs answers
+	// KAFKA_STORAGE_ERROR for (KIP-112), and why.
+	offlineDirs []string
 }
 
 // Collect runs one round: Metadata, then in parallel a probe of every
@@ -229,6 +232,10 @@ func (c *Collector) Collect(ctx context.Context) (*Snapshot, error) {
 		b.Up, b.HTTP = br.up, br.http
 		if br.err != nil {
 			b.Error = br.err.Error()
+		}
+		b.OfflineLogDirs = br.offlineDirs
+		for _, d := range br.offlineDirs {
+			fail("broker %d: log dir %s offline (KAFKA_STORAGE_ERROR): its partitions are offline there until the broker restarts", b.ID, d)
 		}
 		if br.parts == nil {
 			for k, v := range br.sizes {
@@ -421,11 +428,15 @@ func (c *Collector) probe(ctx context.Context, id int32, br *brokerRound) {
 	}
 	if br.http == "" {
 		// Not qk: the sizes come from DescribeLogDirs, which any Kafka
-		// since 1.0 answers.
-		br.sizes = c.logDirSizes(ctx, id)
+		// since 1.0 answers, and so do the offline dirs.
+		br.sizes, br.offlineDirs = c.logDirSizes(ctx, id, nil)
 		return
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		// The dirs alone (no partitions asked): which are offline.
+		_, br.offlineDirs = c.logDirSizes(ctx, id, []kmsg.DescribeLogDirsRequestTopic{})
+	})
 	wg.Go(func() {
 		rctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
@@ -446,20 +457,25 @@ func (c *Collector) probe(ctx context.Context, id int32, br *brokerRound) {
 	wg.Wait()
 }
 
-// logDirSizes asks broker id for the size of every partition replica it
-// holds (the sum over its log dirs, leaving out future replicas); nil
-// when it does not answer in time.
-func (c *Collector) logDirSizes(ctx context.Context, id int32) map[tp]int64 {
+// logDirSizes asks broker id with DescribeLogDirs for the size of the
+// partition replicas it holds (topics nil: all; empty: none, only the
+// dirs), the sum over its log dirs leaving out future replicas, and for
+// its offline log dirs; nil when it does not answer in time.
+func (c *Collector) logDirSizes(ctx context.Context, id int32, topics []kmsg.DescribeLogDirsRequestTopic) (map[tp]int64, []string) {
 	req := kmsg.NewPtrDescribeLogDirsRequest()
-	req.Topics = nil // all
+	req.Topics = topics
 	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	resp, err := c.cl.Broker(int(id)).Request(rctx, req)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	out := map[tp]int64{}
+	var offline []string
 	for _, d := range resp.(*kmsg.DescribeLogDirsResponse).Dirs {
+		if d.ErrorCode == kerr.KafkaStorageError.Code {
+			offline = append(offline, d.Dir)
+		}
 		if d.ErrorCode != 0 {
 			continue
 		}
@@ -471,7 +487,8 @@ func (c *Collector) logDirSizes(ctx context.Context, id int32) map[tp]int64 {
 			}
 		}
 	}
-	return out
+	slices.Sort(offline)
+	return out, offline
 }
 
 type listedHW struct {

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // fakeEndpoint serves /v1/partitions for n partitions of topic "big" led
@@ -197,5 +199,43 @@ func BenchmarkView(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = m.View()
+	}
+}
+
+// TestCollectOfflineLogDir: a broker whose DescribeLogDirs answers
+// KAFKA_STORAGE_ERROR for a dir (KIP-112) is shown "UP, DIR OFFLINE" with
+// the dir, and an error line names it; with or without a qk endpoint.
+func TestCollectOfflineLogDir(t *testing.T) {
+	for _, withEndpoint := range []bool{false, true} {
+		endpoint := ""
+		if withEndpoint {
+			endpoint = fakeEndpoint(t, 2, 0, 1).URL
+		}
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "big"),
+			kfake.BrokerConfigs(map[string]string{AdvertisedListenerKey: strings.TrimPrefix(endpoint, "http://")}))
+		require.NoError(t, err)
+		t.Cleanup(c.Close)
+		c.ControlKey(int16(kmsg.DescribeLogDirs), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			resp := kreq.(*kmsg.DescribeLogDirsRequest).ResponseKind().(*kmsg.DescribeLogDirsResponse)
+			for _, d := range []struct {
+				dir  string
+				code int16
+			}{{"/data/a", 0}, {"/data/b", kerr.KafkaStorageError.Code}} {
+				rd := kmsg.NewDescribeLogDirsResponseDir()
+				rd.Dir, rd.ErrorCode = d.dir, d.code
+				resp.Dirs = append(resp.Dirs, rd)
+			}
+			return resp, nil, true
+		})
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+		require.NoError(t, err)
+		t.Cleanup(cl.Close)
+		s, err := NewCollector(cl, time.Second).Collect(context.Background())
+		require.NoError(t, err)
+		require.Len(t, s.Brokers, 1)
+		require.Equal(t, []string{"/data/b"}, s.Brokers[0].OfflineLogDirs)
+		require.Equal(t, "UP, DIR OFFLINE", upDown(s.Brokers[0]))
+		require.Contains(t, s.Errors, "broker 0: log dir /data/b offline (KAFKA_STORAGE_ERROR): its partitions are offline there until the broker restarts")
 	}
 }

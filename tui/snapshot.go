@@ -57,11 +57,14 @@ type Broker struct {
 	Error string `json:"error,omitempty"`
 	// HTTP is the broker's admin endpoint (qk.http.advertised.listener);
 	// empty for a broker that is not qk or serves none.
-	HTTP     string   `json:"http,omitempty"`
-	Led      int      `json:"partitions_led"`
-	Hosted   int      `json:"partitions_hosted"`
-	BytesIn  *float64 `json:"bytes_in_per_sec"`
-	BytesOut *float64 `json:"bytes_out_per_sec"`
+	HTTP string `json:"http,omitempty"`
+	// OfflineLogDirs are the log dirs the broker reports offline
+	// (DescribeLogDirs' KAFKA_STORAGE_ERROR, KIP-112).
+	OfflineLogDirs []string `json:"offline_log_dirs,omitempty"`
+	Led            int      `json:"partitions_led"`
+	Hosted         int      `json:"partitions_hosted"`
+	BytesIn        *float64 `json:"bytes_in_per_sec"`
+	BytesOut       *float64 `json:"bytes_out_per_sec"`
 }
 
 // Partition statuses, shown as text so that they survive a terminal
@@ -253,6 +256,8 @@ func hostPort(b Broker) string {
 
 func upDown(b Broker) string {
 	switch {
+	case b.Up && len(b.OfflineLogDirs) > 0:
+		return "UP, DIR OFFLINE"
 	case b.Up:
 		return "UP"
 	case !b.Registered:

@@ -90,7 +90,7 @@ func (m *Model) rows() []row {
 	case viewBrokers:
 		for _, b := range s.Brokers {
 			st, mark := upDown(b), markNone
-			if !b.Up {
+			if !b.Up || len(b.OfflineLogDirs) > 0 {
 				mark = markBad
 			}
 			// Without an endpoint the broker's LEOs are unavailable.
