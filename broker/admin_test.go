@@ -543,7 +543,7 @@ func TestApiVersionsMatchesTable(t *testing.T) {
 	}
 	require.Equal(t, [2]int16{3, 13}, keys[0], "Produce")
 	require.Equal(t, [2]int16{4, 18}, keys[1], "Fetch")
-	require.Len(t, keys, 47) // 28 (with ElectLeaders, the two reassignment, the two SCRAM credential, the two client quota, the three ACL and the two SASL APIs) + the 11 group APIs + the 8 transaction APIs (with DescribeProducers)
+	require.Len(t, keys, 48) // 29 (with AlterReplicaLogDirs, ElectLeaders, the two reassignment, the two SCRAM credential, the two client quota, the three ACL and the two SASL APIs) + the 11 group APIs + the 8 transaction APIs (with DescribeProducers)
 	// Transactions: not the versions of transaction version 2 (KIP-890 part 2).
 	require.Equal(t, [2]int16{0, 4}, keys[24], "AddPartitionsToTxn")
 	require.Equal(t, [2]int16{0, 3}, keys[25], "AddOffsetsToTxn")

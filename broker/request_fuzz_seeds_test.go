@@ -269,6 +269,15 @@ func seedRequest(e *fuzzEnv, key int16) kmsg.Request {
 		res.Configs = append(res.Configs, c)
 		r.Resources = append(r.Resources, res)
 		return r
+	case 34:
+		r := kmsg.NewPtrAlterReplicaLogDirsRequest()
+		d := kmsg.NewAlterReplicaLogDirsRequestDir()
+		d.Dir = "/no/such/dir"
+		t := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+		t.Topic, t.Partitions = "fuzz", []int32{0, 1}
+		d.Topics = append(d.Topics, t)
+		r.Dirs = append(r.Dirs, d)
+		return r
 	case 35:
 		r := kmsg.NewPtrDescribeLogDirsRequest()
 		t := kmsg.NewDescribeLogDirsRequestTopic()

@@ -129,6 +129,9 @@ type Server struct {
 	// (leader/follower.replication.throttled.rate), their bounds kept
 	// up to date with the dynamic broker config.
 	leaderQuota, followerQuota *quota.Quota
+	// alterLogDirsQuota throttles replicas moving between log dirs
+	// (replica.alter.log.dirs.io.max.bytes.per.second).
+	alterLogDirsQuota *quota.Quota
 	// clientQuotas are the client quotas (producer_byte_rate,
 	// consumer_byte_rate, request_percentage), kept up to date with the
 	// cache's ClientQuotas by onMetadataChange and enforced by the api
@@ -571,6 +574,7 @@ func (s *Server) Start() (err error) {
 	window := time.Duration(cfg.ReplicationQuotaWindowSizeSeconds) * time.Second
 	s.leaderQuota = quota.New(cfg.LeaderReplicationThrottledRate, cfg.ReplicationQuotaWindowNum, window)
 	s.followerQuota = quota.New(cfg.FollowerReplicationThrottledRate, cfg.ReplicationQuotaWindowNum, window)
+	s.alterLogDirsQuota = quota.New(cfg.ReplicaAlterLogDirsIOMaxBytesPerSecond, cfg.ReplicationQuotaWindowNum, window)
 	s.fetchers = fetcher.New(fetcher.Config{
 		BrokerID:          cfg.BrokerID,
 		NumFetchers:       cfg.NumReplicaFetchers,
@@ -600,6 +604,7 @@ func (s *Server) Start() (err error) {
 		BrokerID:                cfg.BrokerID,
 		Logs:                    s.logs,
 		FS:                      s.logFS,
+		AlterLogDirsQuota:       s.alterLogDirsQuota,
 		Logger:                  s.lg,
 		ProducerIDExpirationMs:  int64(cfg.ProducerIDExpirationMs),
 		OnHighWatermark: func(topic string, partition int32) {
@@ -665,6 +670,7 @@ func (s *Server) Start() (err error) {
 		ProducerIDs:            pids,
 		LogDirs:                slices.Clone(cfg.LogDirs),
 		LogDirError:            s.LogDirError,
+		FutureLog:              s.logs.FutureLog,
 		Logger:                 s.lg,
 		Clock:                  s.now,
 		Control:                s.handleControl,
@@ -892,6 +898,7 @@ func (s *Server) setQuotaBounds(b *config.Broker) {
 	}{
 		{s.leaderQuota, b.LeaderReplicationThrottledRate, "leader.replication.throttled.rate"},
 		{s.followerQuota, b.FollowerReplicationThrottledRate, "follower.replication.throttled.rate"},
+		{s.alterLogDirsQuota, b.ReplicaAlterLogDirsIOMaxBytesPerSecond, "replica.alter.log.dirs.io.max.bytes.per.second"},
 	} {
 		if q.q != nil && q.q.Bound() != q.rate {
 			q.q.SetBound(q.rate)

@@ -15,8 +15,12 @@ import (
 //
 // Behavior:
 // * Every log dir of the broker with the hosted partitions in it (all, or
-//   those asked for): size in bytes, offset lag 0 (a leader has none),
-//   never future (qk does not move replicas between dirs)
+//   those asked for): size in bytes, offset lag 0 for the current replica
+//   (as Kafka's, the high watermark minus the log end offset, never
+//   below 0)
+// * Future replicas (a move between log dirs, AlterReplicaLogDirs) in
+//   their destination dir: is_future, offset lag = the current replica's
+//   log end offset minus the future one's
 // * An offline log dir (KIP-112): KAFKA_STORAGE_ERROR, no partitions, no
 //   bytes, as Kafka answers it
 // * v4: total and usable bytes of the dir's file system (statfs)
@@ -47,6 +51,7 @@ func (h *Handler) handleDescribeLogDirs(c *call) {
 		return false
 	}
 	parts := h.cfg.Replicas.Partitions()
+	var futures []futureReplica
 	for _, dir := range h.cfg.LogDirs {
 		d := kmsg.NewDescribeLogDirsResponseDir()
 		d.Dir = dir
@@ -78,9 +83,42 @@ func (h *Handler) handleDescribeLogDirs(c *call) {
 			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			dp.Partition = p.Index()
 			dp.Size = p.Log().Size()
+			dp.OffsetLag = max(p.HighWatermark()-p.Log().LogEndOffset(), 0)
 			d.Topics[i].Partitions = append(d.Topics[i].Partitions, dp)
+			if h.cfg.FutureLog == nil {
+				continue
+			}
+			if fl, fdir, ok := h.cfg.FutureLog(p.Topic(), p.Index()); ok {
+				futures = append(futures, futureReplica{dir: fdir, topic: p.Topic(), partition: p.Index(),
+					size: fl.Size(), lag: max(p.Log().LogEndOffset()-fl.LogEndOffset(), 0)})
+			}
 		}
 		resp.Dirs = append(resp.Dirs, d)
 	}
+	for _, f := range futures {
+		for i := range resp.Dirs {
+			d := &resp.Dirs[i]
+			if filepath.Clean(d.Dir) != f.dir || d.ErrorCode != 0 {
+				continue
+			}
+			ti := slices.IndexFunc(d.Topics, func(t kmsg.DescribeLogDirsResponseDirTopic) bool { return t.Topic == f.topic })
+			if ti < 0 {
+				t := kmsg.NewDescribeLogDirsResponseDirTopic()
+				t.Topic = f.topic
+				d.Topics = append(d.Topics, t)
+				ti = len(d.Topics) - 1
+			}
+			dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			dp.Partition, dp.Size, dp.OffsetLag, dp.IsFuture = f.partition, f.size, f.lag, true
+			d.Topics[ti].Partitions = append(d.Topics[ti].Partitions, dp)
+		}
+	}
 	c.respond(resp)
+}
+
+// futureReplica is a future replica DescribeLogDirs lists.
+type futureReplica struct {
+	dir, topic string
+	partition  int32
+	size, lag  int64
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/controller"
 	"github.com/qk-project/qk/broker/group"
+	"github.com/qk-project/qk/broker/log"
 	"github.com/qk-project/qk/broker/metadata"
 	"github.com/qk-project/qk/broker/network"
 	"github.com/qk-project/qk/broker/purgatory"
@@ -74,8 +75,11 @@ type Config struct {
 	// LogDirError returns the error that took a log dir offline, nil
 	// while it is online (nil func: all online).
 	LogDirError func(dir string) error
-	Logger      *slog.Logger
-	Clock       func() time.Time
+	// FutureLog returns a partition's future log (a replica moving to
+	// another log dir) and its dir, for DescribeLogDirs (nil: none).
+	FutureLog func(topic string, partition int32) (*log.Log, string, bool)
+	Logger    *slog.Logger
+	Clock     func() time.Time
 	// Control serves the controller's requests (LeaderAndIsr, StopReplica,
 	// UpdateMetadata, ControlledShutdown), which arrive only on
 	// InterBrokerListener.

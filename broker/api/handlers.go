@@ -65,6 +65,7 @@ var apis = []api{
 	{key: 31, min: 0, max: 3, handle: (*Handler).handleDeleteACLs, waits: true},
 	{key: 32, min: 0, max: 4, handle: (*Handler).handleDescribeConfigs, waits: true},
 	{key: 33, min: 0, max: 2, handle: (*Handler).handleAlterConfigs, waits: true},
+	{key: 34, min: 0, max: 2, handle: (*Handler).handleAlterReplicaLogDirs},
 	{key: 35, min: 0, max: 5, handle: (*Handler).handleDescribeLogDirs},
 	{key: 36, min: 0, max: 2, handle: (*Handler).handleSaslAuthenticate},
 	{key: 37, min: 0, max: 3, handle: (*Handler).handleCreatePartitions, waits: true},

@@ -128,6 +128,9 @@ type Broker struct {
 	// means unlimited.
 	LeaderReplicationThrottledRate   int64 `config:"leader.replication.throttled.rate"`
 	FollowerReplicationThrottledRate int64 `config:"follower.replication.throttled.rate"`
+	// ReplicaAlterLogDirsIOMaxBytesPerSecond bounds the copy of replicas
+	// moving between log dirs (KIP-113), bytes/s, dynamic only.
+	ReplicaAlterLogDirsIOMaxBytesPerSecond int64 `config:"replica.alter.log.dirs.io.max.bytes.per.second"`
 	// ReplicationQuotaWindowNum samples of ReplicationQuotaWindowSizeSeconds
 	// each measure the replication rates.
 	ReplicationQuotaWindowNum         int `config:"replication.quota.window.num"`

@@ -322,7 +322,8 @@ func ParseTopicPartition(name string) (topic string, partition int32, ok bool) {
 }
 
 // Open opens (creating if needed) the partition log in dir, whose base name
-// must be <topic>-<partition>. Unless WithCleanShutdown(true) is given,
+// must be <topic>-<partition> (or a future log's
+// <topic>-<partition>.<uuid>-future, future.go). Unless WithCleanShutdown(true) is given,
 // every segment from the one holding the recovery point to the end is
 // recovered: batches are validated, the log is cut at the first invalid or
 // torn one (logged at Warn) and indexes are rebuilt.
@@ -339,6 +340,9 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 	}
 	dir = filepath.Clean(dir)
 	topic, partition, ok := ParseTopicPartition(filepath.Base(dir))
+	if ftp, future := parseFutureDirName(filepath.Base(dir)); future {
+		topic, partition, ok = ftp.Topic, ftp.Partition, true
+	}
 	if !ok {
 		return nil, fmt.Errorf("open log %s: %w", dir, ErrBadDirName)
 	}

@@ -102,6 +102,12 @@ func (m *Manager) handleDirFailure(dir string, cause error) {
 			delete(m.dirOf, tp)
 		}
 	}
+	for tp, f := range m.futures {
+		if f.dir == dir {
+			logs = append(logs, f.log)
+			delete(m.futures, tp)
+		}
+	}
 	m.perDir[dir] = 0
 	allOffline := len(m.offline) == len(m.cfg.LogDirs)
 	m.mu.Unlock()

@@ -94,6 +94,12 @@ type Manager struct {
 	perDir map[string]int            // partitions per log dir (dirOf counted)
 	// offline are the log dirs taken offline by an I/O error, with it.
 	offline map[string]error
+	// futures are the future logs of replicas moving between log dirs
+	// (future.go), not in logs.
+	futures map[TopicPartition]futureLog
+	// preferred are the log dirs AlterReplicaLogDirs asked for replicas
+	// not created yet: GetOrCreateLog creates them there.
+	preferred map[TopicPartition]string
 	// creating are the logs CreateLog is opening outside mu; a second
 	// CreateLog of the same partition waits for the channel to close.
 	creating map[TopicPartition]chan struct{}
@@ -142,6 +148,8 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		dirOf:       map[TopicPartition]string{},
 		perDir:      map[string]int{},
 		offline:     map[string]error{},
+		futures:     map[TopicPartition]futureLog{},
+		preferred:   map[TopicPartition]string{},
 		failing:     map[string]error{},
 		failWake:    make(chan struct{}, 1),
 		creating:    map[TopicPartition]chan struct{}{},
@@ -194,7 +202,17 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		for _, l := range m.logs {
 			l.closeWithoutFlush()
 		}
+		for _, f := range m.futures {
+			f.log.closeWithoutFlush()
+		}
 		return nil, err
+	}
+	for tp, f := range m.futures {
+		if d, ok := m.dirOf[tp]; !ok || d == f.dir {
+			m.lg.Warn("future log without a log to move: removing it", "topic", tp.Topic, "partition", tp.Partition, "dir", f.dir)
+			delete(m.futures, tp)
+			m.removeFuture(tp, f)
+		}
 	}
 	m.wg.Go(m.failureLoop)
 	m.startLoops()
@@ -222,6 +240,7 @@ func (m *Manager) loadDir(dir string) error {
 		return fmt.Errorf("log dir %s: %w", dir, err)
 	}
 	var names []string
+	var futures []futureName
 	for _, e := range entries {
 		name := e.Name()
 		if !e.IsDir() {
@@ -234,7 +253,12 @@ func (m *Manager) loadDir(dir string) error {
 				return fmt.Errorf("log dir %s: remove %s: %w", dir, name, err)
 			}
 			continue
-		case strings.HasSuffix(name, "-future"), strings.HasSuffix(name, "-stray"):
+		case strings.HasSuffix(name, futureDirSuffix):
+			if tp, ok := parseFutureDirName(name); ok {
+				futures = append(futures, futureName{tp, name})
+			}
+			continue
+		case strings.HasSuffix(name, "-stray"):
 			continue
 		}
 		if _, _, ok := ParseTopicPartition(name); ok {
@@ -283,6 +307,26 @@ func (m *Manager) loadDir(dir string) error {
 	}
 	close(jobs)
 	wg.Wait()
+	// Future logs: a move between log dirs the last process did not
+	// finish. Loaded, so that it resumes (OpenManager drops those whose
+	// partition has no current log).
+	for _, f := range futures {
+		l, err := Open(dir+"/"+f.name, m.ConfigFor(f.tp.Topic), WithFS(m.fsys), WithLogger(m.lg), WithClock(m.now),
+			WithCleanShutdown(clean), m.reporter(dir))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.mu.Lock()
+		if other, dup := m.futures[f.tp]; dup {
+			m.mu.Unlock()
+			errs = append(errs, fmt.Errorf("partition %s has future logs in %s and %s", f.tp, other.dir, dir))
+			l.closeWithoutFlush()
+			continue
+		}
+		m.futures[f.tp] = futureLog{log: l, dir: dir}
+		m.mu.Unlock()
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("log dir %s: %w", dir, err)
 	}
@@ -410,6 +454,11 @@ func (m *Manager) GetOrCreateLog(topic string, partition int32, cfg Config, isNe
 		return nil, fmt.Errorf("create log %s: %w: it may be in %s", tp, ErrLogDirOffline, strings.Join(offline, ","))
 	}
 	dir, ok := m.pickDir()
+	if d, pref := m.preferred[tp]; pref {
+		if _, off := m.offline[d]; !off {
+			dir = d
+		}
+	}
 	if !ok {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("create log %s: %w: every log dir is offline", tp, ErrLogDirOffline)
@@ -438,6 +487,7 @@ func (m *Manager) GetOrCreateLog(topic string, partition int32, cfg Config, isNe
 	existing := m.logs[tp] // put back by a DeleteLog whose rename failed
 	if err == nil && !closed && existing == nil && !dirOffline {
 		m.put(tp, l, dir)
+		delete(m.preferred, tp)
 	}
 	m.mu.Unlock()
 	switch {
@@ -466,6 +516,7 @@ func (m *Manager) GetOrCreateLog(topic string, partition int32, cfg Config, isNe
 // with sendfile) remain valid, as Kafka delays segment deletion; then a
 // background goroutine closes and removes them. Close waits for it.
 func (m *Manager) DeleteLog(topic string, partition int32) error {
+	m.AbortFutureLog(topic, partition)
 	tp := TopicPartition{Topic: topic, Partition: partition}
 	m.mu.Lock()
 	l, ok := m.logs[tp]
@@ -709,6 +760,16 @@ func (m *Manager) Close() error {
 	m.deleting.Wait()
 	m.creations.Wait()
 
+	m.mu.Lock()
+	futures := m.futures
+	m.futures = map[TopicPartition]futureLog{}
+	m.mu.Unlock()
+	for tp, f := range futures {
+		// A move not finished: its future log resumes at the next start.
+		if err := f.log.Close(); err != nil {
+			m.lg.Warn("future log not closed cleanly", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		}
+	}
 	logs := m.Logs()
 	failedDirs := map[string]bool{}
 	var errs []error
@@ -767,4 +828,10 @@ func (m *Manager) brokerEpoch() int64 {
 		return checkpoint.NoBrokerEpoch
 	}
 	return m.cfg.BrokerEpoch()
+}
+
+// futureName is a future log's directory found at load.
+type futureName struct {
+	tp   TopicPartition
+	name string
 }

@@ -34,10 +34,10 @@ func (p *Partition) FetchState() (offset int64, lastFetchedEpoch, leaderEpoch in
 	leaderEpoch = p.leaderEpoch
 	p.mu.RUnlock()
 	lastFetchedEpoch = -1
-	if e, ok := p.log.LatestEpoch(); ok {
+	if e, ok := p.Log().LatestEpoch(); ok {
 		lastFetchedEpoch = e
 	}
-	return p.log.LogEndOffset(), lastFetchedEpoch, leaderEpoch
+	return p.Log().LogEndOffset(), lastFetchedEpoch, leaderEpoch
 }
 
 // AppendFetched appends the leader's batches byte for byte (offsets,
@@ -53,14 +53,14 @@ func (p *Partition) AppendFetched(batches []byte, leaderHW, leaderLogStart int64
 		return err
 	}
 	if len(batches) > 0 {
-		if _, err := p.log.AppendAsFollower(batches); err != nil {
+		if _, err := p.Log().AppendAsFollower(batches); err != nil {
 			return err
 		}
 	}
-	old := p.log.HighWatermark()
-	hw := p.log.SetHighWatermark(isr.FollowerHW(leaderHW, p.log.LogEndOffset()))
-	if leaderLogStart > p.log.LogStartOffset() {
-		if _, err := p.log.DeleteRecordsBefore(min(leaderLogStart, hw)); err != nil && !errors.Is(err, log.ErrAboveHighWatermark) {
+	old := p.Log().HighWatermark()
+	hw := p.Log().SetHighWatermark(isr.FollowerHW(leaderHW, p.Log().LogEndOffset()))
+	if leaderLogStart > p.Log().LogStartOffset() {
+		if _, err := p.Log().DeleteRecordsBefore(min(leaderLogStart, hw)); err != nil && !errors.Is(err, log.ErrAboveHighWatermark) {
 			return err
 		}
 	}
@@ -78,7 +78,7 @@ func (p *Partition) Truncate(offset int64, leaderEpoch int32) error {
 	if err := p.following(leaderEpoch); err != nil {
 		return err
 	}
-	_, err := p.log.TruncateTo(offset)
+	_, err := p.Log().TruncateTo(offset)
 	return err
 }
 
@@ -89,12 +89,12 @@ func (p *Partition) TruncateFullyAndStartAt(offset int64, leaderEpoch int32) err
 	if err := p.following(leaderEpoch); err != nil {
 		return err
 	}
-	return p.log.TruncateFullyAndStartAt(offset)
+	return p.Log().TruncateFullyAndStartAt(offset)
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch from this replica's log.
 func (p *Partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
-	return p.log.EndOffsetForEpoch(epoch)
+	return p.Log().EndOffsetForEpoch(epoch)
 }
 
 // FollowerThrottled reports whether the topic's

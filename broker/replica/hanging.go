@@ -58,7 +58,7 @@ func (m *Manager) checkHangingTransactions(nowMs int64, warned map[hangingKey]bo
 			continue
 		}
 		tp := log.TopicPartition{Topic: p.topic, Partition: p.index}
-		for _, t := range p.log.OngoingTxnStarts() {
+		for _, t := range p.Log().OngoingTxnStarts() {
 			age := nowMs - t.StartTimestamp
 			if age <= maxMs {
 				continue
@@ -72,8 +72,8 @@ func (m *Manager) checkHangingTransactions(nowMs int64, warned map[hangingKey]bo
 			n++
 			m.lg.Warn("hanging transaction: open longer than transaction.max.timeout.ms; its partition's last stable offset is stuck at its first offset",
 				"topic", p.topic, "partition", p.index, "producer_id", t.ProducerID, "first_offset", t.FirstOffset,
-				"age_ms", age, "transaction_max_timeout_ms", maxMs, "last_stable_offset", p.log.LastStableOffset(),
-				"high_watermark", p.log.HighWatermark())
+				"age_ms", age, "transaction_max_timeout_ms", maxMs, "last_stable_offset", p.Log().LastStableOffset(),
+				"high_watermark", p.Log().HighWatermark())
 		}
 	}
 	for k := range warned {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/qk-project/qk/broker/config"
 	"github.com/qk-project/qk/broker/log"
@@ -17,7 +18,10 @@ type Partition struct {
 	m     *Manager
 	topic string
 	index int32
-	log   *log.Log
+	// log is the partition's log. It changes only when the replica moves
+	// to another log dir (movedir.go), under mu's write lock: every append
+	// loads it under the read lock.
+	log atomic.Pointer[log.Log]
 	// stats are the topic's traffic counters (Manager.TopicStats).
 	stats *TopicStats
 
@@ -58,7 +62,7 @@ func (p *Partition) Topic() string { return p.topic }
 func (p *Partition) Index() int32 { return p.index }
 
 // Log is the partition's log.
-func (p *Partition) Log() *log.Log { return p.log }
+func (p *Partition) Log() *log.Log { return p.log.Load() }
 
 // State is a snapshot of the leader state.
 type State struct {
@@ -101,7 +105,7 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 		// (a log newer than the metadata: a data dir taken over from
 		// another cluster, or metadata restored from a backup). Refused,
 		// with the log's epoch for the controller to go above.
-		if latest, ok := p.log.MaxEpochSeen(); ok && latest >= st.LeaderEpoch {
+		if latest, ok := p.Log().MaxEpochSeen(); ok && latest >= st.LeaderEpoch {
 			p.mu.Unlock()
 			return &LogEpochAheadError{Requested: st.LeaderEpoch, Latest: latest}
 		}
@@ -123,7 +127,7 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 	isLeader := p.leader == p.m.cfg.BrokerID
 	p.mu.Unlock()
 
-	if err := p.log.SetConfig(p.m.LogConfig(st.Config)); err != nil {
+	if err := p.Log().SetConfig(p.m.LogConfig(st.Config)); err != nil {
 		return err
 	}
 	if !isLeader {
@@ -137,12 +141,12 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 		}
 		if wasLeader || newEpoch {
 			p.m.lg.Info("became follower", "topic", p.topic, "partition", p.index, "leader", st.Leader,
-				"leader_epoch", st.LeaderEpoch, "offset", p.log.LogEndOffset())
+				"leader_epoch", st.LeaderEpoch, "offset", p.Log().LogEndOffset())
 		}
 		return nil
 	}
-	if latest, ok := p.log.LatestEpoch(); !ok || st.LeaderEpoch > latest {
-		if err := p.log.AssignLeaderEpoch(st.LeaderEpoch); err != nil {
+	if latest, ok := p.Log().LatestEpoch(); !ok || st.LeaderEpoch > latest {
+		if err := p.Log().AssignLeaderEpoch(st.LeaderEpoch); err != nil {
 			return err
 		}
 	}
@@ -151,7 +155,7 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 		// A new leadership: followers start over (their offsets are
 		// unknown until they fetch in this epoch).
 		p.leaderState = isr.NewLeader(isr.State{ID: p.m.cfg.BrokerID, Epoch: st.LeaderEpoch, Replicas: st.Replicas,
-			ISR: st.ISR, LEO: p.log.LogEndOffset(), HW: p.log.HighWatermark()}, p.m.now().UnixMilli())
+			ISR: st.ISR, LEO: p.Log().LogEndOffset(), HW: p.Log().HighWatermark()}, p.m.now().UnixMilli())
 	} else {
 		// The same leadership with a new ISR (the controller's answer to a
 		// change, or another's): committed.
@@ -160,7 +164,7 @@ func (p *Partition) makeLeaderOrFollower(st PartitionState) error {
 	p.hwMu.Unlock()
 	if newEpoch || !wasLeader {
 		p.m.lg.Info("became leader", "topic", p.topic, "partition", p.index, "leader_epoch", st.LeaderEpoch,
-			"isr", st.ISR, "offset", p.log.LogEndOffset())
+			"isr", st.ISR, "offset", p.Log().LogEndOffset())
 	}
 	p.maybeIncrementHighWatermark()
 	return nil
@@ -233,11 +237,11 @@ func (p *Partition) appendAsLeader(batch []byte, requiredAcks int16, flushed fun
 	)
 	switch {
 	case coordinator:
-		info, err = p.log.AppendAsCoordinator(batch, epoch)
+		info, err = p.Log().AppendAsCoordinator(batch, epoch)
 	case flushed != nil:
-		info, pending, err = p.log.AppendAsync(batch, epoch, flushed)
+		info, pending, err = p.Log().AppendAsync(batch, epoch, flushed)
 	default:
-		info, err = p.log.Append(batch, epoch)
+		info, err = p.Log().Append(batch, epoch)
 	}
 	p.mu.RUnlock()
 	if err != nil {
@@ -260,7 +264,7 @@ func (p *Partition) maybeIncrementHighWatermark() {
 		p.hwMu.Unlock()
 		return
 	}
-	p.leaderState.Appended(p.log.LogEndOffset())
+	p.leaderState.Appended(p.Log().LogEndOffset())
 	advanced := p.applyHighWatermarkLocked()
 	followers := p.leaderState.Followers() > 0
 	p.hwMu.Unlock()
@@ -274,8 +278,8 @@ func (p *Partition) maybeIncrementHighWatermark() {
 // applyHighWatermarkLocked moves the log's high watermark up to the
 // leader state's; hwMu is held.
 func (p *Partition) applyHighWatermarkLocked() bool {
-	old := p.log.HighWatermark()
-	if hw := p.leaderState.HW(); hw > old && p.log.SetHighWatermark(hw) > old {
+	old := p.Log().HighWatermark()
+	if hw := p.leaderState.HW(); hw > old && p.Log().SetHighWatermark(hw) > old {
 		p.wakeHWLocked()
 		return true
 	}
@@ -302,7 +306,7 @@ func (p *Partition) WaitHighWatermark(ctx context.Context, offset int64) error {
 			p.hwMu.Unlock()
 			return fmt.Errorf("%w: leadership ended before the records were committed", ErrNotLeaderOrFollower)
 		}
-		if p.log.HighWatermark() >= offset {
+		if p.Log().HighWatermark() >= offset {
 			p.hwMu.Unlock()
 			return nil
 		}
@@ -336,7 +340,7 @@ func (p *Partition) FollowerFetch(replica int32, fetchOffset int64) error {
 		p.hwMu.Unlock()
 		return ErrNotLeaderOrFollower
 	}
-	p.leaderState.Appended(p.log.LogEndOffset())
+	p.leaderState.Appended(p.Log().LogEndOffset())
 	if _, err := p.leaderState.FollowerFetched(replica, fetchOffset, p.m.now().UnixMilli()); err != nil {
 		p.hwMu.Unlock()
 		return fmt.Errorf("%w: %v", ErrNotLeaderOrFollower, err)
@@ -385,7 +389,7 @@ func (p *Partition) IsReplicaInSync(replica int32) bool {
 // not the high watermark (a follower replicates what is not committed
 // yet). The caller releases the region as for ReadForConsumer.
 func (p *Partition) ReadForFollower(offset int64, maxBytes int32) (log.ReadInfo, error) {
-	return p.log.ReadRetained(offset, maxBytes, p.log.LogEndOffset())
+	return p.Log().ReadRetained(offset, maxBytes, p.Log().LogEndOffset())
 }
 
 // FollowerState is the leader's view of follower replica (false when this
@@ -400,12 +404,12 @@ func (p *Partition) FollowerState(replica int32) (isr.Follower, bool) {
 }
 
 // HighWatermark is the offset below which records are committed.
-func (p *Partition) HighWatermark() int64 { return p.log.HighWatermark() }
+func (p *Partition) HighWatermark() int64 { return p.Log().HighWatermark() }
 
 // LastStableOffset is the offset below which no transaction is open
 // or undecided (log.Log.LastStableOffset): the end of what a
 // read_committed consumer may read.
-func (p *Partition) LastStableOffset() int64 { return p.log.LastStableOffset() }
+func (p *Partition) LastStableOffset() int64 { return p.Log().LastStableOffset() }
 
 // ReadForConsumer reads from offset for a consumer: at most maxBytes
 // (the first batch whole even if larger) and nothing at or above the
@@ -416,9 +420,9 @@ func (p *Partition) LastStableOffset() int64 { return p.log.LastStableOffset() }
 // Region.Release once the bytes are sent or dropped.
 func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, readCommitted bool) (log.ReadInfo, error) {
 	if readCommitted {
-		return p.log.ReadCommitted(offset, maxBytes, true)
+		return p.Log().ReadCommitted(offset, maxBytes, true)
 	}
-	return p.log.ReadRetained(offset, maxBytes, p.log.HighWatermark())
+	return p.Log().ReadRetained(offset, maxBytes, p.Log().HighWatermark())
 }
 
 // AppendMarker writes a transaction marker (COMMIT or ABORT) for a
@@ -438,7 +442,7 @@ func (p *Partition) AppendMarker(producerID int64, producerEpoch int16, coordina
 		p.mu.RUnlock()
 		return log.AppendInfo{}, fmt.Errorf("%w: isr %d, min.insync.replicas %d", ErrNotEnoughReplicas, isr, minISR)
 	}
-	info, err := p.log.AppendMarker(producerID, producerEpoch, coordinatorEpoch, commit, p.leaderEpoch, nowMs)
+	info, err := p.Log().AppendMarker(producerID, producerEpoch, coordinatorEpoch, commit, p.leaderEpoch, nowMs)
 	p.mu.RUnlock()
 	if err != nil {
 		return info, err

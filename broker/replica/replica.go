@@ -17,6 +17,7 @@ import (
 	"github.com/qk-project/qk/broker/log/checkpoint"
 	"github.com/qk-project/qk/broker/record"
 	"github.com/qk-project/qk/broker/replica/fetcher"
+	"github.com/qk-project/qk/broker/replica/quota"
 	"github.com/qk-project/qk/broker/vfs"
 )
 
@@ -122,6 +123,9 @@ type Config struct {
 	// transaction open longer than this in a partition led here is
 	// logged at WARN as hanging (hanging.go). 0: not checked.
 	TransactionMaxTimeoutMs int64
+	// AlterLogDirsQuota throttles the copy of replicas moving between log
+	// dirs (replica.alter.log.dirs.io.max.bytes.per.second; nil: none).
+	AlterLogDirsQuota *quota.Quota
 }
 
 // Manager is the set of partitions this broker hosts.
@@ -141,6 +145,9 @@ type Manager struct {
 	topicStats map[string]*TopicStats
 	// isrShrinks and isrExpands count ISR changes the controller accepted.
 	isrShrinks, isrExpands atomic.Uint64
+	// movers are the partitions whose replica is moving to another log
+	// dir (movedir.go), under mu.
+	movers map[log.TopicPartition]bool
 
 	stop     chan struct{} // closed by Close: ends the ISR checks
 	stopOnce sync.Once
@@ -289,13 +296,16 @@ func (m *Manager) ApplyLeaderAndISR(states []PartitionState) map[log.TopicPartit
 	for i, st := range states {
 		tp := log.TopicPartition{Topic: st.Topic, Partition: st.Partition}
 		err := failed[i]
+		var created *Partition
 		m.mu.Lock()
 		p, ok := m.partitions[tp]
 		if !ok && err == nil {
-			p = &Partition{m: m, topic: st.Topic, index: st.Partition, log: logs[i], leaderEpoch: -1, leader: -1,
+			p = &Partition{m: m, topic: st.Topic, index: st.Partition, leaderEpoch: -1, leader: -1,
 				stats: m.topicStatsLocked(st.Topic)}
+			p.log.Store(logs[i])
 			p.stats.partitions++
 			m.partitions[tp] = p
+			created = p
 		}
 		if err != nil && !errors.Is(err, ErrInconsistentTopicID) {
 			m.offline[tp] = err
@@ -304,6 +314,9 @@ func (m *Manager) ApplyLeaderAndISR(states []PartitionState) map[log.TopicPartit
 		}
 		m.hasOffline.Store(len(m.offline) > 0)
 		m.mu.Unlock()
+		if created != nil {
+			m.resumeMove(created) // a move between log dirs left by the last process
+		}
 		if err == nil {
 			err = p.makeLeaderOrFollower(st)
 		}
@@ -354,7 +367,7 @@ func (m *Manager) SetTopicConfig(topic string, cfg config.Topic) error {
 		p.mu.Lock()
 		p.setConfigLocked(cfg)
 		p.mu.Unlock()
-		if err := p.log.SetConfig(m.LogConfig(cfg)); err != nil {
+		if err := p.Log().SetConfig(m.LogConfig(cfg)); err != nil {
 			errs = append(errs, fmt.Errorf("%s-%d: %w", topic, p.index, err))
 		}
 	}

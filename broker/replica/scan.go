@@ -14,7 +14,7 @@ import (
 // one holding it): fn skips what it does not want. fn must not keep the
 // batch after it returns; its error ends the scan.
 func (p *Partition) ScanLog(from int64, fn func(b record.Batch) error) error {
-	l := p.log
+	l := p.Log()
 	offset := max(from, l.LogStartOffset())
 	var buf []byte
 	for offset < l.LogEndOffset() {

@@ -130,12 +130,12 @@ func (p *Partition) Status() Status {
 		}
 		p.hwMu.Unlock()
 	}
-	st.LogStartOffset = p.log.LogStartOffset()
-	st.LogEndOffset = p.log.LogEndOffset()
-	st.HighWatermark = p.log.HighWatermark()
+	st.LogStartOffset = p.Log().LogStartOffset()
+	st.LogEndOffset = p.Log().LogEndOffset()
+	st.HighWatermark = p.Log().HighWatermark()
 	st.LastStableOffset = p.LastStableOffset()
-	st.OpenTransactions = p.log.OngoingTxnStarts()
-	st.Size = p.log.Size()
+	st.OpenTransactions = p.Log().OngoingTxnStarts()
+	st.Size = p.Log().Size()
 	return st
 }
 
@@ -181,7 +181,7 @@ func (m *Manager) Health(sizes bool) Health {
 			}
 		}
 		if sizes {
-			h.LogSizes[log.TopicPartition{Topic: p.topic, Partition: p.index}] = p.log.Size()
+			h.LogSizes[log.TopicPartition{Topic: p.topic, Partition: p.index}] = p.Log().Size()
 		}
 	}
 	return h
@@ -214,8 +214,8 @@ func (m *Manager) TxnStats() []TxnStats {
 		p.mu.RLock()
 		leader := p.leader == p.m.cfg.BrokerID
 		p.mu.RUnlock()
-		off := p.log.FetchOffsetSnapshot()
-		open := p.log.OngoingTxnStarts()
+		off := p.Log().FetchOffsetSnapshot()
+		open := p.Log().OngoingTxnStarts()
 		ts := TxnStats{Topic: p.topic, Partition: p.index, IsLeader: leader, HighWatermark: off.HighWatermark,
 			LastStableOffset: off.LastStableOffset, OpenTransactions: len(open)}
 		if len(open) > 0 {
