@@ -50,6 +50,7 @@ func (k *kafkaToolConn) dial(cmd *cobra.Command) (*admin.Client, error) {
 var javaExceptionNames = map[int16]string{
 	-1: "UnknownServerException",           // UNKNOWN_SERVER_ERROR
 	2:  "CorruptRecordException",           // CORRUPT_MESSAGE
+	6:  "NotLeaderOrFollowerException",     // NOT_LEADER_OR_FOLLOWER (kerr: NOT_LEADER_FOR_PARTITION)
 	7:  "TimeoutException",                 // REQUEST_TIMED_OUT
 	10: "RecordTooLargeException",          // MESSAGE_TOO_LARGE
 	11: "ControllerMovedException",         // STALE_CONTROLLER_EPOCH
