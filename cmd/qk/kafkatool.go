@@ -48,30 +48,24 @@ func (k *kafkaToolConn) dial(cmd *cobra.Command) (*admin.Client, error) {
 // codes whose class is not the code's name in CamelCase with "Exception"
 // (see javaExceptionName). They come from Kafka's Errors enum.
 var javaExceptionNames = map[int16]string{
-	-1: "UnknownServerException",           // UNKNOWN_SERVER_ERROR
-	2:  "CorruptRecordException",           // CORRUPT_MESSAGE
-	6:  "NotLeaderOrFollowerException",     // NOT_LEADER_OR_FOLLOWER (kerr: NOT_LEADER_FOR_PARTITION)
-	7:  "TimeoutException",                 // REQUEST_TIMED_OUT
-	10: "RecordTooLargeException",          // MESSAGE_TOO_LARGE
-	11: "ControllerMovedException",         // STALE_CONTROLLER_EPOCH
-	12: "OffsetMetadataTooLarge",           // OFFSET_METADATA_TOO_LARGE
-	18: "RecordBatchTooLargeException",     // RECORD_LIST_TOO_LARGE
-	36: "TopicExistsException",             // TOPIC_ALREADY_EXISTS
-	40: "InvalidConfigurationException",    // INVALID_CONFIG
-	46: "DuplicateSequenceException",       // DUPLICATE_SEQUENCE_NUMBER
-	45: "OutOfOrderSequenceException",      // OUT_OF_ORDER_SEQUENCE_NUMBER
-	49: "InvalidPidMappingException",       // INVALID_PRODUCER_ID_MAPPING
-	50: "InvalidTxnTimeoutException",       // INVALID_TRANSACTION_TIMEOUT
-	68: "GroupNotEmptyException",           // NON_EMPTY_GROUP
-	69: "GroupIdNotFoundException",         // GROUP_ID_NOT_FOUND
-	87: "InvalidRecordException",           // INVALID_RECORD (org.apache.kafka.common)
-	35: "UnsupportedVersionException",      // UNSUPPORTED_VERSION
-	58: "SaslAuthenticationException",      // SASL_AUTHENTICATION_FAILED
-	17: "InvalidTopicException",            // INVALID_TOPIC_EXCEPTION
-	56: "KafkaStorageException",            // KAFKA_STORAGE_ERROR
-	13: "NetworkException",                 // NETWORK_EXCEPTION
-	73: "TopicDeletionDisabledException",   // TOPIC_DELETION_DISABLED
-	28: "InvalidCommitOffsetSizeException", // INVALID_COMMIT_OFFSET_SIZE
+	-1: "UnknownServerException",            // UNKNOWN_SERVER_ERROR
+	2:  "CorruptRecordException",            // CORRUPT_MESSAGE
+	6:  "NotLeaderOrFollowerException",      // NOT_LEADER_OR_FOLLOWER (kerr: NOT_LEADER_FOR_PARTITION)
+	7:  "TimeoutException",                  // REQUEST_TIMED_OUT
+	10: "RecordTooLargeException",           // MESSAGE_TOO_LARGE
+	11: "ControllerMovedException",          // STALE_CONTROLLER_EPOCH
+	12: "OffsetMetadataTooLarge",            // OFFSET_METADATA_TOO_LARGE
+	18: "RecordBatchTooLargeException",      // RECORD_LIST_TOO_LARGE
+	36: "TopicExistsException",              // TOPIC_ALREADY_EXISTS
+	40: "InvalidConfigurationException",     // INVALID_CONFIG
+	45: "OutOfOrderSequenceException",       // OUT_OF_ORDER_SEQUENCE_NUMBER
+	46: "DuplicateSequenceException",        // DUPLICATE_SEQUENCE_NUMBER
+	49: "InvalidPidMappingException",        // INVALID_PRODUCER_ID_MAPPING
+	50: "InvalidTxnTimeoutException",        // INVALID_TRANSACTION_TIMEOUT
+	68: "GroupNotEmptyException",            // NON_EMPTY_GROUP
+	87: "InvalidRecordException",            // INVALID_RECORD (org.apache.kafka.common)
+	96: "FeatureUpdateFailedException",      // FEATURE_UPDATE_FAILED
+	97: "PrincipalDeserializationException", // PRINCIPAL_DESERIALIZATION_FAILURE
 }
 
 // javaExceptionName is the fully qualified name of the exception class the

@@ -360,6 +360,11 @@ func TestJavaExceptionName(t *testing.T) {
 		{kerr.LogDirNotFound, "org.apache.kafka.common.errors.LogDirNotFoundException"},
 		{kerr.InvalidRecord, "org.apache.kafka.common.InvalidRecordException"},
 		{kerr.PolicyViolation, "org.apache.kafka.common.errors.PolicyViolationException"},
+		{kerr.NetworkException, "org.apache.kafka.common.errors.NetworkException"},
+		{kerr.SaslAuthenticationFailed, "org.apache.kafka.common.errors.SaslAuthenticationException"},
+		{kerr.GroupIDNotFound, "org.apache.kafka.common.errors.GroupIdNotFoundException"},
+		{kerr.TopicAlreadyExists, "org.apache.kafka.common.errors.TopicExistsException"},
+		{kerr.InvalidProducerEpoch, "org.apache.kafka.common.errors.InvalidProducerEpochException"},
 	} {
 		t.Run(tc.err.Message, func(t *testing.T) {
 			require.Equal(t, tc.want, javaExceptionName(tc.err))
