@@ -542,3 +542,28 @@ func TestTopicCreateReplicaAssignmentErrorsKfake(t *testing.T) {
 	require.EqualError(t, err, "create topic c: POLICY_VIOLATION: three replicas at least")
 	require.Empty(t, out)
 }
+
+// A broker that refuses ApiVersions is "-> ERROR: <exception>: <message>"
+// as Kafka prints a failed broker, the other brokers are still printed and
+// the exit status is 1.
+func TestBrokerAPIVersionsErrorKfake(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(2))
+	require.NoError(t, err)
+	t.Cleanup(kc.Close)
+	c := newToolCluster(t, kc.ListenAddrs())
+	kc.ControlKey(int16(kmsg.ApiVersions), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		req := r.(*kmsg.ApiVersionsRequest)
+		// Only qk's own request on broker 1, not the client's handshake.
+		if req.ClientSoftwareName != "qk" || kc.CurrentNode() != 1 {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil, true
+	})
+	out, _, err := c.tool(t, "broker-api-versions")
+	require.EqualError(t, err, "broker-api-versions: 1 of 2 brokers did not answer")
+	require.Regexp(t, `(?m)^127\.0\.0\.1:\d+ \(id: 0 rack: \S+\) -> \($`, out)
+	require.Regexp(t, `(?m)^127\.0\.0\.1:\d+ \(id: 1 rack: \S+\) -> ERROR: org\.apache\.kafka\.common\.errors\.ClusterAuthorizationException: Cluster authorization failed\.$`, out)
+}
