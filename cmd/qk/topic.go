@@ -55,6 +55,7 @@ partition count and the replication factor, so it goes without
 			if cmd.Flags().Changed("replica-assignment") {
 				for _, other := range []string{"partitions", "replication-factor", "replicas"} {
 					if cmd.Flags().Changed(other) {
+						//lint:ignore ST1005 Kafka's message, verbatim, which scripts match
 						return fmt.Errorf(`Option "[replica-assignment]" can't be used with option "[%s]"`, other)
 					}
 				}
@@ -240,6 +241,7 @@ func parseReplicaAssignment(s string) ([][]int32, error) {
 			brokers = append(brokers, int32(n))
 		}
 		if len(dups) > 0 {
+			//lint:ignore ST1005 Kafka's message
 			return nil, fmt.Errorf("Partition replica lists may not contain duplicate entries: %s", strings.Join(dups, ","))
 		}
 		if len(out) > 0 && len(brokers) != len(out[0]) {
@@ -247,6 +249,7 @@ func parseReplicaAssignment(s string) ([][]int32, error) {
 			for j, b := range brokers {
 				ids[j] = strconv.Itoa(int(b))
 			}
+			//lint:ignore ST1005 Kafka's message
 			return nil, fmt.Errorf("Partition %d has different replication factor: [%s]", i, strings.Join(ids, ", "))
 		}
 		out = append(out, brokers)
