@@ -1,11 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/qk-project/qk/admin"
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() { subcommands = append(subcommands, newTopicCmd) }
@@ -24,16 +32,38 @@ func newTopicCmd() *cobra.Command {
 
 func newTopicCreateCmd(p *adminParams) *cobra.Command {
 	var (
-		ct      admin.CreateTopic
-		configs []string
+		ct                admin.CreateTopic
+		configs           []string
+		replicaAssignment string
 	)
 	cmd := &cobra.Command{
 		Use:   "create NAME...",
 		Short: "Create topics",
+		Long: `Create topics, with a partition count and replication factor (the broker's
+defaults when not given) or, as kafka-topics.sh --replica-assignment, the
+replicas of each partition: "1:2:3,2:3:1" gives partition 0 the brokers 1, 2
+and 3 (1 the preferred leader) and partition 1 the brokers 2, 3 and 1. Every
+list has the same length and no broker twice; the assignment sets both the
+partition count and the replication factor, so it goes without
+--partitions and --replication-factor.`,
 		Example: `  qk topic create orders -p 6 -r 3 -c cleanup.policy=compact
+  qk topic create orders --replica-assignment 1:2:3,2:3:1,3:1:2
   qk topic create orders --dry-run`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var assignment [][]int32
+			if cmd.Flags().Changed("replica-assignment") {
+				for _, other := range []string{"partitions", "replication-factor", "replicas"} {
+					if cmd.Flags().Changed(other) {
+						//lint:ignore ST1005 Kafka's message, verbatim, which scripts match
+						return fmt.Errorf(`Option "[replica-assignment]" can't be used with option "[%s]"`, other)
+					}
+				}
+				var err error
+				if assignment, err = parseReplicaAssignment(replicaAssignment); err != nil {
+					return err
+				}
+			}
 			kv, err := keyValues("config", configs)
 			if err != nil {
 				return err
@@ -45,6 +75,9 @@ func newTopicCreateCmd(p *adminParams) *cobra.Command {
 				}
 			}
 			return p.run(cmd, func(ctx context.Context, c *admin.Client) (admin.View, error) {
+				if assignment != nil {
+					return createAssignedTopics(ctx, c, p.conn.Timeout, ct, assignment, args)
+				}
 				r, err := c.CreateTopics(ctx, ct, args...)
 				return r, err
 			})
@@ -53,6 +86,8 @@ func newTopicCreateCmd(p *adminParams) *cobra.Command {
 	f := cmd.Flags()
 	f.Int32VarP(&ct.Partitions, "partitions", "p", -1, "number of partitions (-1: the broker's num.partitions)")
 	f.Int16VarP(&ct.Replicas, "replicas", "r", -1, "replication factor (-1: the broker's default.replication.factor)")
+	f.Int16Var(&ct.Replicas, "replication-factor", -1, "kafka-topics.sh's name for -r")
+	f.StringVar(&replicaAssignment, "replica-assignment", "", `the replicas of each partition, "1:2:3,2:3:1" (partition 0 on brokers 1, 2, 3; partition 1 on 2, 3, 1); instead of --partitions and --replication-factor`)
 	f.StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable)")
 	f.BoolVar(&ct.IfNotExists, "if-not-exists", false, "succeed if the topic already exists")
 	f.BoolVar(&ct.DryRun, "dry-run", false, "validate only (CreateTopics validate_only); create nothing")
@@ -184,4 +219,111 @@ func newTopicAlterCmd(p *adminParams) *cobra.Command {
 	f.StringArrayVar(&at.Delete, "delete", nil, "remove a topic config override (repeatable)")
 	f.BoolVar(&at.DryRun, "dry-run", false, "validate only; change nothing")
 	return cmd
+}
+
+// parseReplicaAssignment reads kafka-topics.sh's --replica-assignment:
+// comma-separated partitions, each a colon-separated broker list, with
+// Kafka's messages for a broker listed twice and for lists of different
+// lengths.
+func parseReplicaAssignment(s string) ([][]int32, error) {
+	var out [][]int32
+	for i, part := range strings.Split(s, ",") {
+		var brokers []int32
+		var dups []string
+		for _, b := range strings.Split(part, ":") {
+			n, err := strconv.ParseInt(strings.TrimSpace(b), 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("--replica-assignment %q: partition %d: %q is not a broker id", s, i, b)
+			}
+			if slices.Contains(brokers, int32(n)) && !slices.Contains(dups, strconv.Itoa(int(n))) {
+				dups = append(dups, strconv.Itoa(int(n)))
+			}
+			brokers = append(brokers, int32(n))
+		}
+		if len(dups) > 0 {
+			//lint:ignore ST1005 Kafka's message
+			return nil, fmt.Errorf("Partition replica lists may not contain duplicate entries: %s", strings.Join(dups, ","))
+		}
+		if len(out) > 0 && len(brokers) != len(out[0]) {
+			ids := make([]string, len(brokers))
+			for j, b := range brokers {
+				ids[j] = strconv.Itoa(int(b))
+			}
+			//lint:ignore ST1005 Kafka's message
+			return nil, fmt.Errorf("Partition %d has different replication factor: [%s]", i, strings.Join(ids, ", "))
+		}
+		out = append(out, brokers)
+	}
+	return out, nil
+}
+
+// createAssignedTopics creates topics with an explicit replica assignment
+// (CreateTopics with assignments, partition count and replication factor
+// -1), reporting as CreateTopics without one does: created, validated
+// (--dry-run) or exists (--if-not-exists), and "create topic NAME: CODE:
+// message" for the first failure, after the results of the others.
+func createAssignedTopics(ctx context.Context, c *admin.Client, timeout time.Duration, ct admin.CreateTopic, assignment [][]int32, topics []string) (admin.TopicResults, error) {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = admin.TimeoutMillis(timeout)
+	req.ValidateOnly = ct.DryRun
+	for _, name := range topics {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+		for i, replicas := range assignment {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Partition, ra.Replicas = int32(i), replicas
+			rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		}
+		for k, v := range ct.Configs {
+			rc := kmsg.NewCreateTopicsRequestTopicConfig()
+			rc.Name, rc.Value = k, v
+			rt.Configs = append(rt.Configs, rc)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, c.Kgo())
+	if err != nil {
+		return nil, fmt.Errorf("create topics: %w", err)
+	}
+	answers := map[string]kmsg.CreateTopicsResponseTopic{}
+	for _, t := range resp.Topics {
+		answers[t.Topic] = t
+	}
+	status := "created"
+	if ct.DryRun {
+		status = "validated"
+	}
+	var out admin.TopicResults
+	var first error
+	for _, name := range topics {
+		t, ok := answers[name]
+		var err error
+		switch {
+		case !ok:
+			err = errors.New("no answer")
+		case t.ErrorCode == kerr.TopicAlreadyExists.Code && ct.IfNotExists:
+			out = append(out, admin.TopicResult{Name: name, Status: "exists"})
+			continue
+		case t.ErrorCode != 0:
+			// As admin's create: CODE: the broker's message, if it says more.
+			err = kerr.ErrorForCode(t.ErrorCode)
+			msg := strings.TrimPrefix(deref(t.ErrorMessage), err.Error()+": ")
+			if ke := kerr.TypedErrorForCode(t.ErrorCode); ke != nil && msg != "" && msg != err.Error() {
+				err = fmt.Errorf("%s: %s", ke.Message, msg)
+			}
+		}
+		if err != nil {
+			first = cmp.Or(first, fmt.Errorf("create topic %s: %w", name, err))
+			continue
+		}
+		out = append(out, admin.TopicResult{Name: name, Status: status})
+	}
+	return out, first
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
