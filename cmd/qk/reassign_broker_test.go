@@ -175,3 +175,71 @@ func TestReassignPartitionsCancelQK(t *testing.T) {
 		return joinReplicas(replicasOf(t, adm, "moves")[0]) == joinReplicas(from)
 	}, 10*time.Second, 100*time.Millisecond, "the replicas are back")
 }
+
+// A replica moves between a qk broker's two log dirs through log_dirs in
+// the reassignment JSON (KIP-113) with --replica-alter-log-dirs-throttle:
+// --execute starts the move and sets the throttle, --verify reports it
+// completed and clears the throttle, the replica is in the new dir and
+// its records are all there.
+func TestReassignLogDirsQK(t *testing.T) {
+	b := brokertest.StartBroker(t, brokertest.WithLogDirs(2))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic("moves"))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	_, err = adm.CreateTopic(ctx, 1, 1, nil, "moves")
+	require.NoError(t, err)
+	for i := range 1000 {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "record %d", i)}).FirstErr())
+	}
+	dirOf := func() string {
+		t.Helper()
+		dirs, err := adm.DescribeBrokerLogDirs(ctx, b.ID, nil)
+		require.NoError(t, err)
+		cur := ""
+		dirs.EachPartition(func(p kadm.DescribedLogDirPartition) {
+			if p.Topic == "moves" && !p.IsFuture {
+				cur = p.Dir
+			}
+		})
+		return cur
+	}
+	from := dirOf()
+	to := b.Dirs[0]
+	if from == to {
+		to = b.Dirs[1]
+	}
+	qk := func(args ...string) string {
+		t.Helper()
+		out, stderr, err := runQK(t, append([]string{"reassign-partitions", "--bootstrap-server", b.Addr}, args...)...)
+		require.NoError(t, err, stderr)
+		return out
+	}
+	plan := writeFile(t, "plan.json", fmt.Sprintf(`{"version":1,"partitions":[{"topic":"moves","partition":0,"replicas":[%d],"log_dirs":[%q]}]}`, b.ID, to))
+	out := qk("--execute", "--reassignment-json-file", plan, "--replica-alter-log-dirs-throttle", "10000000")
+	require.Contains(t, out, "The replica-alter-dir throttle limit was set to 10000000 B/s\n")
+	require.Contains(t, out, fmt.Sprintf("Successfully started log directory move for: moves-0-%d\n", b.ID))
+
+	var last string
+	require.Eventually(t, func() bool {
+		last = qk("--verify", "--reassignment-json-file", plan)
+		return strings.Contains(last, fmt.Sprintf("Reassignment of replica moves-0-%d completed successfully.", b.ID))
+	}, 30*time.Second, 200*time.Millisecond, "verify: %s", last)
+	require.Contains(t, last, "Clearing broker-level throttles on broker "+fmt.Sprint(b.ID)+"\n")
+	require.Equal(t, to, dirOf())
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.ConsumeTopics("moves"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cons.Close()
+	n := 0
+	for n < 1000 {
+		fs := cons.PollFetches(ctx)
+		require.NoError(t, fs.Err())
+		fs.EachRecord(func(r *kgo.Record) {
+			require.Equal(t, fmt.Sprintf("record %d", n), string(r.Value))
+			n++
+		})
+	}
+}
