@@ -42,7 +42,8 @@ const (
 type broker struct {
 	t       testing.TB
 	addr    string   // 127.0.0.1:port: the listener, and what clients dial
-	dataDir string   // log.dirs
+	dataDir string   // log.dirs, or the first of logDirs
+	logDirs []string // log.dirs when a test sets several (withLogDirs)
 	logDir  string   // one log file per start, printed when the test fails
 	args    []string // extra arguments after the standard ones
 	// netns, if set, is the network namespace (ip netns) the broker runs
@@ -68,6 +69,16 @@ func withSet(kv ...string) brokerOption {
 		for _, s := range kv {
 			b.args = append(b.args, "--set", s)
 		}
+	}
+}
+
+// withLogDirs makes dirs the broker's log.dirs instead of one fresh data
+// directory; the first stands for dataDir (the clean-shutdown marker, the
+// process's working directory is its parent).
+func withLogDirs(dirs ...string) brokerOption {
+	return func(b *broker) {
+		b.dataDir = dirs[0]
+		b.logDirs = dirs
 	}
 }
 
@@ -154,9 +165,13 @@ func (b *broker) spawn() error {
 	}
 	defer logf.Close() // the child has its own copy of the descriptor
 
+	logDirs := b.dataDir
+	if len(b.logDirs) > 0 {
+		logDirs = strings.Join(b.logDirs, ",")
+	}
 	args := append([]string{"broker", "start",
 		"--set", "listeners=PLAINTEXT://" + b.addr,
-		"--set", "log.dirs=" + b.dataDir,
+		"--set", "log.dirs=" + logDirs,
 		// An ephemeral admin HTTP port: tests start many brokers at
 		// once (inNetns sets its own, later, which wins).
 		"--set", "qk.http.listener=127.0.0.1:0",
