@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -50,6 +51,10 @@ func TestErrorCode(t *testing.T) {
 		{wrap(errUnknownTopicID), kerr.UnknownTopicID},
 		{wrap(errTopicDeletionDisabled), kerr.TopicDeletionDisabled},
 		{wrap(kerr.InvalidTxnState), kerr.InvalidTxnState},
+		{wrap(log.ErrLogDirOffline), kerr.KafkaStorageError},
+		{wrap(log.ErrFailed), kerr.KafkaStorageError},
+		{wrap(context.Canceled), kerr.BrokerNotAvailable},
+		{wrap(context.DeadlineExceeded), kerr.RequestTimedOut},
 		{fmt.Errorf("anything else"), kerr.UnknownServerError},
 	} {
 		require.Equal(t, tc.want.Code, errorCode(tc.err), "%v: want %v, got %v", tc.err, tc.want, kerr.ErrorForCode(errorCode(tc.err)))

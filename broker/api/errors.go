@@ -138,7 +138,11 @@ func errorCode(err error) int16 {
 		return kerr.UnknownServerError.Code
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, metadata.ErrConnectionLoss):
 		return kerr.RequestTimedOut.Code
-	case errors.Is(err, metadata.ErrClosed), errors.Is(err, metadata.ErrSessionExpired):
+	case errors.Is(err, metadata.ErrClosed), errors.Is(err, metadata.ErrSessionExpired),
+		// A wait the broker's shutdown cut (Handler.Stop): retriable, so
+		// the client goes to another broker (an idempotent producer given
+		// UNKNOWN_SERVER_ERROR for its InitProducerId fails every record).
+		errors.Is(err, context.Canceled):
 		return kerr.BrokerNotAvailable.Code
 	}
 	return kerr.UnknownServerError.Code
