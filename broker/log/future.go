@@ -5,11 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/qk-project/qk/broker/log/checkpoint"
 	"github.com/qk-project/qk/broker/record"
@@ -285,43 +283,17 @@ func (m *Manager) PromoteFutureLog(topic string, partition int32) (*Log, error) 
 		m.deleting.Add(1)
 	}
 	m.mu.Unlock()
-	m.removeLater(cur, doomed, curDir, closing)
+	if closing {
+		if err := m.removeDoomed(cur, doomed, curDir); err != nil {
+			m.lg.Warn("delete log failed; the directory is removed at the next start", "topic", topic,
+				"partition", partition, "err", err)
+		}
+	} else {
+		m.removeLater(cur, doomed, curDir)
+	}
 	m.lg.Info("replica moved to another log dir", "topic", topic, "partition", partition,
 		"from", curDir, "to", f.dir, "log_end_offset", leo)
 	return nl, nil
-}
-
-// removeLater closes a log renamed doomed (in dir) and removes it after
-// its file.delete.delay.ms, or at once when the Manager is closing; the
-// caller counted it in m.deleting unless closing.
-func (m *Manager) removeLater(l *Log, doomed, dir string, closing bool) {
-	tp := TopicPartition{Topic: l.Topic(), Partition: l.Partition()}
-	remove := func() {
-		l.closeWithoutFlush()
-		if err := m.fsys.RemoveAll(doomed); err != nil {
-			m.lg.Warn("delete log failed; the directory is removed at the next start", "topic", tp.Topic,
-				"partition", tp.Partition, "err", err)
-			return
-		}
-		if err := m.fsys.SyncDir(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			m.lg.Warn("delete log: directory sync failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
-		}
-	}
-	if closing {
-		remove()
-		return
-	}
-	delay := time.Duration(max(l.Config().FileDeleteDelayMs, 0)) * time.Millisecond
-	go func() {
-		defer m.deleting.Done()
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-m.stop:
-			t.Stop()
-		}
-		remove()
-	}()
 }
 
 // CopyTo copies the batches of l from dst's log end offset on into dst (a

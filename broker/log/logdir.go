@@ -1,10 +1,12 @@
 package log
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Log directory failure, Kafka's KIP-112. An I/O error in any log of a
@@ -92,6 +94,26 @@ func (m *Manager) handleDirFailure(dir string, cause error) {
 		return
 	}
 	m.offline[dir] = cause
+	tps, logs := m.takeDirLocked(dir)
+	allOffline := len(m.offline) == len(m.cfg.LogDirs)
+	m.mu.Unlock()
+
+	offline := fmt.Errorf("%w: %s: %w", ErrLogDirOffline, dir, cause)
+	for _, l := range logs {
+		l.failClosed(offline)
+	}
+	slices.SortFunc(tps, compareTP)
+	m.lg.Error("log directory offline: its partitions stop being served here until the broker restarts",
+		"dir", dir, "err", cause, "partitions", len(tps), "all_offline", allOffline)
+	if m.cfg.OnLogDirFailure != nil {
+		m.cfg.OnLogDirFailure(LogDirFailure{Dir: dir, Err: cause, Partitions: tps, AllOffline: allOffline})
+	}
+}
+
+// takeDirLocked removes the logs and future logs of dir from the Manager
+// and returns them (the partitions of its logs, and every Log). The
+// caller holds m.mu and closes them after releasing it.
+func (m *Manager) takeDirLocked(dir string) ([]TopicPartition, []*Log) {
 	var tps []TopicPartition
 	var logs []*Log
 	for tp, d := range m.dirOf {
@@ -109,19 +131,7 @@ func (m *Manager) handleDirFailure(dir string, cause error) {
 		}
 	}
 	m.perDir[dir] = 0
-	allOffline := len(m.offline) == len(m.cfg.LogDirs)
-	m.mu.Unlock()
-
-	offline := fmt.Errorf("%w: %s: %w", ErrLogDirOffline, dir, cause)
-	for _, l := range logs {
-		l.failClosed(offline)
-	}
-	slices.SortFunc(tps, compareTP)
-	m.lg.Error("log directory offline: its partitions stop being served here until the broker restarts",
-		"dir", dir, "err", cause, "partitions", len(tps), "all_offline", allOffline)
-	if m.cfg.OnLogDirFailure != nil {
-		m.cfg.OnLogDirFailure(LogDirFailure{Dir: dir, Err: cause, Partitions: tps, AllOffline: allOffline})
-	}
+	return tps, logs
 }
 
 // OfflineDirs returns the offline log directories, sorted.
@@ -189,15 +199,11 @@ func (m *Manager) loadFailed(dir string, err error) error {
 	}
 	m.mu.Lock()
 	m.offline[dir] = err
-	for tp, d := range m.dirOf {
-		if d == dir {
-			m.logs[tp].closeWithoutFlush()
-			delete(m.logs, tp)
-			delete(m.dirOf, tp)
-		}
-	}
-	m.perDir[dir] = 0
+	_, logs := m.takeDirLocked(dir)
 	m.mu.Unlock()
+	for _, l := range logs {
+		l.closeWithoutFlush()
+	}
 	m.failMu.Lock()
 	m.failing[dir] = err
 	m.failMu.Unlock()
@@ -210,12 +216,10 @@ func errAllOffline(errs []error) error {
 	return fmt.Errorf("%w: every log directory failed: %w", ErrLogDirOffline, errors.Join(errs...))
 }
 
+// compareTP orders partitions by topic, then partition.
 func compareTP(a, b TopicPartition) int {
-	if a.Topic != b.Topic {
-		if a.Topic < b.Topic {
-			return -1
-		}
-		return 1
+	if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+		return c
 	}
-	return int(a.Partition - b.Partition)
+	return cmp.Compare(a.Partition, b.Partition)
 }

@@ -375,12 +375,7 @@ func (m *Manager) GetLog(topic string, partition int32) (*Log, bool) {
 func (m *Manager) Logs() []*Log {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	tps := slices.SortedFunc(maps.Keys(m.logs), func(a, b TopicPartition) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-			return c
-		}
-		return int(a.Partition - b.Partition)
-	})
+	tps := slices.SortedFunc(maps.Keys(m.logs), compareTP)
 	out := make([]*Log, len(tps))
 	for i, tp := range tps {
 		out[i] = m.logs[tp]
@@ -537,17 +532,7 @@ func (m *Manager) DeleteLog(topic string, partition int32) error {
 	// Nothing may be written to the old path after the rename (a
 	// partition created there again would load it).
 	snaps := l.stop()
-	delay := time.Duration(max(l.Config().FileDeleteDelayMs, 0)) * time.Millisecond
-
 	doomed := dir + "/" + deleteDirName(tp)
-	remove := func() error {
-		l.closeWithoutFlush()
-		if err := m.fsys.RemoveAll(doomed); err != nil {
-			return fmt.Errorf("delete log %s: %w", tp, err)
-		}
-		m.lg.Info("deleted log", "topic", topic, "partition", partition)
-		return m.fsys.SyncDir(dir)
-	}
 	if err := m.fsys.Rename(l.Dir(), doomed); err != nil {
 		if !closing {
 			m.deleting.Done()
@@ -574,8 +559,29 @@ func (m *Manager) DeleteLog(topic string, partition int32) error {
 		m.lg.Warn("delete log: directory sync failed", "topic", topic, "partition", partition, "err", err)
 	}
 	if closing {
-		return remove()
+		return m.removeDoomed(l, doomed, dir)
 	}
+	m.removeLater(l, doomed, dir)
+	return nil
+}
+
+// removeDoomed closes l, whose directory was renamed doomed (in the log
+// dir dir), and removes it.
+func (m *Manager) removeDoomed(l *Log, doomed, dir string) error {
+	l.closeWithoutFlush()
+	if err := m.fsys.RemoveAll(doomed); err != nil {
+		return fmt.Errorf("delete log %s-%d: %w", l.Topic(), l.Partition(), err)
+	}
+	m.lg.Info("deleted log", "topic", l.Topic(), "partition", l.Partition())
+	return m.fsys.SyncDir(dir)
+}
+
+// removeLater is removeDoomed after l's file.delete.delay.ms (at once when
+// the Manager closes meanwhile), on a goroutine Close waits for: the
+// caller counted it in m.deleting. Files already handed to readers stay
+// valid until then.
+func (m *Manager) removeLater(l *Log, doomed, dir string) {
+	delay := time.Duration(max(l.Config().FileDeleteDelayMs, 0)) * time.Millisecond
 	go func() {
 		defer m.deleting.Done()
 		t := time.NewTimer(delay)
@@ -584,12 +590,11 @@ func (m *Manager) DeleteLog(topic string, partition int32) error {
 		case <-m.stop:
 			t.Stop()
 		}
-		if err := remove(); err != nil {
-			m.lg.Warn("delete log failed; the directory is removed at the next start", "topic", topic,
-				"partition", partition, "err", err)
+		if err := m.removeDoomed(l, doomed, dir); err != nil {
+			m.lg.Warn("delete log failed; the directory is removed at the next start", "topic", l.Topic(),
+				"partition", l.Partition(), "err", err)
 		}
 	}()
-	return nil
 }
 
 // deleteDirName is the name a deleted partition's directory is renamed to,

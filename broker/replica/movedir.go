@@ -56,9 +56,6 @@ func (m *Manager) AlterLogDir(topic string, partition int32, dir string) error {
 	}
 	tp := log.TopicPartition{Topic: topic, Partition: partition}
 	m.mu.Lock()
-	if m.movers == nil {
-		m.movers = map[log.TopicPartition]bool{}
-	}
 	running := m.movers[tp]
 	m.movers[tp] = true
 	m.mu.Unlock()

@@ -177,6 +177,7 @@ func New(cfg Config) *Manager {
 		partitions: map[log.TopicPartition]*Partition{},
 		offline:    map[log.TopicPartition]error{},
 		topicStats: map[string]*TopicStats{},
+		movers:     map[log.TopicPartition]bool{},
 		stop:       make(chan struct{}),
 	}
 	if cfg.AlterISR != nil {
